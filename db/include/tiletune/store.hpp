@@ -1,0 +1,125 @@
+// The SQLite store that owns every tuning outcome. Read-write; the tuner and the CLI use it.
+// Applications read through client.hpp instead.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tiletune/records.hpp"
+
+namespace tiletune {
+
+// What a sweep (or a stored plan) was run against. begin_sweep creates the device, family and problem
+// rows as needed.
+struct SweepSpec {
+  std::string family;          // family name
+  std::string template_hash;   // hash of the template source + description
+  std::string family_json;     // the family description as loaded (so defaults survive without the files)
+  std::string space_hash;      // hash of the parameter names and values: a resume must match it
+  DeviceRecord device;
+  ProblemKey problem;
+  std::string kind = "sweep";  // "sweep" or "plan"
+  std::string strategy = "brute_force";
+  std::string tiletune_version;
+  std::string git_sha;
+};
+
+// The stored outcome of one configuration.
+struct ResultRecord {
+  Params params;
+  Outcome outcome = Outcome::ok;
+  std::string reason;  // why it is not ok; for ok, empty or a note
+  std::optional<double> median_ms, min_ms, spread;  // spread: (p75 - p25) / median of the timed runs
+  int repetitions = 0;
+  std::optional<double> metric;  // GFLOP/s or GB/s at the median
+  std::string metric_unit;       // "GFLOP/s" or "GB/s"
+  std::optional<double> error;   // relative L2 error against the reference
+  std::optional<int> registers, static_smem, dynamic_smem, local_bytes, spill_bytes;
+  std::optional<int> threads_per_block;
+  std::optional<int> active_blocks, active_warps;  // per SM
+  std::string occupancy_limiter;                    // "threads", "registers", "shared_memory", "blocks"
+  std::optional<double> occupancy;                  // active warps / max warps per SM
+  std::optional<double> sm_clock_mhz;
+};
+
+struct SweepInfo {
+  std::int64_t id = 0;
+  std::string uid;  // random hex, stable across export/import
+  std::string family, template_hash, space_hash;
+  DeviceRecord device;
+  ProblemKey problem;
+  std::string kind, strategy, status;  // status: "running", "done", "interrupted"
+  std::string started_at, ended_at;    // ISO-8601 UTC
+  std::string tiletune_version, git_sha;
+  std::int64_t result_count = 0;
+};
+
+struct StoredResult {
+  std::int64_t sweep_id = 0;
+  ResultRecord record;
+  std::string measured_at;
+};
+
+struct ImportSummary {
+  int sweeps_added = 0, sweeps_skipped = 0, results_added = 0;
+};
+
+class Store {
+ public:
+  enum class Mode { read_only, read_write };
+
+  // Opens (and for read_write creates and migrates) the database. Throws StoreError with a one-line message
+  // that names the path: not a database, newer schema than this build knows, unwritable directory, ...
+  static Store open(const std::filesystem::path& path, Mode mode = Mode::read_write);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  static constexpr int schema_version = 1;
+
+  std::int64_t begin_sweep(const SweepSpec& spec);
+  // All records in one BEGIN IMMEDIATE transaction; a configuration already stored for this sweep is replaced.
+  void add_results(std::int64_t sweep_id, const std::vector<ResultRecord>& records);
+  void finish_sweep(std::int64_t sweep_id, const std::string& status);
+
+  std::optional<SweepInfo> sweep(std::int64_t sweep_id) const;
+  // Newest first. Empty strings / nullopt mean "any".
+  std::vector<SweepInfo> sweeps(const std::string& family = "", const std::string& device_name = "",
+                                const std::optional<ProblemKey>& problem = std::nullopt) const;
+  // The newest sweep of kind "sweep" for (family, device uuid, problem) that is not "done".
+  std::optional<SweepInfo> resumable_sweep(const std::string& family, const std::string& device_uuid,
+                                           const ProblemKey& problem) const;
+  // The params text of every configuration stored for the sweep (any outcome).
+  std::vector<std::string> stored_param_keys(std::int64_t sweep_id) const;
+  // Results of one sweep: ok results by median time first, then the others by outcome.
+  std::vector<StoredResult> results(std::int64_t sweep_id) const;
+  // The best ok result over every sweep for (family, device name, problem), if any.
+  std::optional<StoredResult> best(const std::string& family, const std::string& device_name,
+                                   const ProblemKey& problem) const;
+
+  bool integrity_ok() const;  // PRAGMA integrity_check says "ok"
+
+  // Export / import. JSON carries {"format": "tiletune-export", "schema_version", "tiletune": {version,
+  // git_sha}, "exported_at", "sweeps": [...]}. Filters: empty means any.
+  std::string export_json(const std::string& family = "", const std::string& device_name = "") const;
+  // Validates the whole document before writing anything; one transaction; sweeps already present (same uid)
+  // are skipped. Throws StoreError on malformed input, leaving the database unchanged.
+  ImportSummary import_json(const std::string& text);
+  // One row per result with sweep, device, family, problem columns; RFC 4180 quoting.
+  void export_csv(std::ostream& out, const std::string& family = "", const std::string& device_name = "") const;
+  // A C++17 header with the best ok configuration of each (family, device, problem).
+  void export_header(std::ostream& out, const std::string& family = "", const std::string& device_name = "") const;
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tiletune

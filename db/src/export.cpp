@@ -1,0 +1,520 @@
+// Export (JSON, CSV, C++ header) and import (JSON) of what the store holds.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+
+#include "schema.hpp"
+#include "store_rows.hpp"
+
+namespace tiletune {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* export_format = "tiletune-export";
+
+// Shortest text that reads back as the same double.
+std::string number_text(double value) {
+  std::array<char, 32> buffer{};
+  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return ec == std::errc() ? std::string(buffer.data(), end) : std::string();
+}
+
+template <typename T>
+json optional_json(const std::optional<T>& value) {
+  if (!value) return nullptr;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(*value)) return nullptr;
+  }
+  return *value;
+}
+
+// Sweeps oldest first, for files that read top to bottom.
+std::vector<SweepInfo> sweeps_for_export(const sql::Db& db, const std::string& family,
+                                         const std::string& device) {
+  rows::SweepFilter filter;
+  filter.family = family;
+  filter.device_name = device;
+  auto sweeps = rows::select_sweeps(db, filter);
+  std::reverse(sweeps.begin(), sweeps.end());
+  return sweeps;
+}
+
+std::string family_description(const sql::Db& db, const std::string& name, const std::string& template_hash) {
+  sql::Stmt select =
+      db.prepare("SELECT description_json FROM families WHERE name = ?1 AND template_hash = ?2");
+  select.bind(1, name).bind(2, template_hash);
+  return select.step() ? select.column_text(0) : "{}";
+}
+
+json parse_object_or_empty(const std::string& text) {
+  json parsed = json::parse(text, nullptr, false);
+  return parsed.is_object() ? parsed : json::object();
+}
+
+json result_to_json(const StoredResult& stored) {
+  const ResultRecord& r = stored.record;
+  json params = json::object();
+  for (const auto& [name, value] : r.params) params[name] = value;
+  return json{{"params", params},
+              {"outcome", to_string(r.outcome)},
+              {"reason", r.reason},
+              {"median_ms", optional_json(r.median_ms)},
+              {"min_ms", optional_json(r.min_ms)},
+              {"spread", optional_json(r.spread)},
+              {"repetitions", r.repetitions},
+              {"metric", optional_json(r.metric)},
+              {"metric_unit", r.metric_unit},
+              {"error", optional_json(r.error)},
+              {"registers", optional_json(r.registers)},
+              {"static_smem", optional_json(r.static_smem)},
+              {"dynamic_smem", optional_json(r.dynamic_smem)},
+              {"local_bytes", optional_json(r.local_bytes)},
+              {"spill_bytes", optional_json(r.spill_bytes)},
+              {"threads_per_block", optional_json(r.threads_per_block)},
+              {"active_blocks", optional_json(r.active_blocks)},
+              {"active_warps", optional_json(r.active_warps)},
+              {"occupancy_limiter", r.occupancy_limiter},
+              {"occupancy", optional_json(r.occupancy)},
+              {"sm_clock_mhz", optional_json(r.sm_clock_mhz)},
+              {"measured_at", stored.measured_at}};
+}
+
+// ---- import: everything is read and checked into these before the database is touched ----
+
+struct ImportedResult {
+  ResultRecord record;
+  std::string measured_at;
+};
+
+struct ImportedSweep {
+  std::string uid;
+  DeviceRecord device;
+  std::string family, template_hash, description_json;
+  ProblemKey problem;
+  std::string space_hash, kind, strategy, status, started_at;
+  std::optional<std::string> ended_at;
+  std::string tiletune_version, git_sha;
+  std::vector<ImportedResult> results;
+};
+
+// Reads one JSON object; every complaint names the place in the document ("sweeps[2].device.uuid").
+class Fields {
+ public:
+  Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
+    if (!object_.is_object()) fail(where_, "must be an object");
+  }
+
+  [[noreturn]] static void fail(const std::string& where, const std::string& why) {
+    throw StoreError(sql::one_line("import: " + where + " " + why));
+  }
+
+  std::string at(const std::string& key) const { return where_ + "." + key; }
+
+  const json* find(const std::string& key) const {
+    const auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  const json& need(const std::string& key) const {
+    const json* value = find(key);
+    if (value == nullptr) fail(at(key), "is missing");
+    return *value;
+  }
+
+  std::string string(const std::string& key, bool required, const std::string& fallback = "") const {
+    const json* value = required ? &need(key) : find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_string()) fail(at(key), "must be a string");
+    return value->get<std::string>();
+  }
+
+  std::int64_t integer(const std::string& key, std::int64_t fallback) const {
+    const json* value = find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_number_integer() ||
+        (value->is_number_unsigned() &&
+         value->get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max()))
+      fail(at(key), "must be an integer");
+    return value->get<std::int64_t>();
+  }
+
+  std::optional<int> optional_int(const std::string& key) const {
+    const json* value = find(key);
+    if (value == nullptr) return std::nullopt;
+    const std::int64_t v = integer(key, 0);
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      fail(at(key), "is out of range");
+    return static_cast<int>(v);
+  }
+
+  std::optional<double> optional_double(const std::string& key) const {
+    const json* value = find(key);
+    if (value == nullptr) return std::nullopt;
+    if (!value->is_number()) fail(at(key), "must be a number or null");
+    return value->get<double>();
+  }
+
+  bool boolean(const std::string& key) const {
+    const json* value = find(key);
+    if (value == nullptr) return false;
+    if (!value->is_boolean()) fail(at(key), "must be true or false");
+    return value->get<bool>();
+  }
+
+  // A nested JSON object kept as text; absent means "{}".
+  std::string object_text(const std::string& key) const {
+    const json* value = find(key);
+    if (value == nullptr) return "{}";
+    if (!value->is_object()) fail(at(key), "must be an object");
+    return value->dump();
+  }
+
+ private:
+  const json& object_;
+  std::string where_;
+};
+
+ImportedResult read_result(const json& value, const std::string& where, const std::string& started_at) {
+  const Fields f(value, where);
+  ImportedResult imported;
+  ResultRecord& r = imported.record;
+  const json& params = f.need("params");
+  if (!params.is_object()) Fields::fail(f.at("params"), "must be an object of NAME: integer");
+  for (const auto& [name, param] : params.items()) {
+    if (!param.is_number_integer() ||
+        (param.is_number_unsigned() && param.get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max()))
+      Fields::fail(f.at("params") + "." + name, "must be an integer, got " + param.dump());
+    r.params[name] = param.get<std::int64_t>();
+  }
+  try {
+    (void)params_to_text(r.params);
+  } catch (const std::invalid_argument& e) {
+    Fields::fail(f.at("params"), e.what());
+  }
+  const std::string outcome = f.string("outcome", true);
+  const auto parsed = outcome_from_string(outcome);
+  if (!parsed) Fields::fail(f.at("outcome"), "'" + outcome + "' is not an outcome name");
+  r.outcome = *parsed;
+  r.reason = f.string("reason", false);
+  r.median_ms = f.optional_double("median_ms");
+  r.min_ms = f.optional_double("min_ms");
+  r.spread = f.optional_double("spread");
+  const std::int64_t repetitions = f.integer("repetitions", 0);
+  if (repetitions < 0 || repetitions > std::numeric_limits<int>::max())
+    Fields::fail(f.at("repetitions"), "is out of range");
+  r.repetitions = static_cast<int>(repetitions);
+  r.metric = f.optional_double("metric");
+  r.metric_unit = f.string("metric_unit", false);
+  r.error = f.optional_double("error");
+  r.registers = f.optional_int("registers");
+  r.static_smem = f.optional_int("static_smem");
+  r.dynamic_smem = f.optional_int("dynamic_smem");
+  r.local_bytes = f.optional_int("local_bytes");
+  r.spill_bytes = f.optional_int("spill_bytes");
+  r.threads_per_block = f.optional_int("threads_per_block");
+  r.active_blocks = f.optional_int("active_blocks");
+  r.active_warps = f.optional_int("active_warps");
+  r.occupancy_limiter = f.string("occupancy_limiter", false);
+  r.occupancy = f.optional_double("occupancy");
+  r.sm_clock_mhz = f.optional_double("sm_clock_mhz");
+  imported.measured_at = f.string("measured_at", false, started_at);
+  return imported;
+}
+
+ImportedSweep read_sweep(const json& value, const std::string& where) {
+  const Fields f(value, where);
+  ImportedSweep s;
+  s.uid = f.string("uid", true);
+  if (s.uid.empty()) Fields::fail(f.at("uid"), "is empty");
+
+  const Fields device(f.need("device"), f.at("device"));
+  s.device.name = device.string("name", true);
+  s.device.uuid = device.string("uuid", true);
+  s.device.arch = device.string("arch", true);
+  const std::int64_t sm_count = device.integer("sm_count", 0);
+  if (sm_count < 0 || sm_count > std::numeric_limits<int>::max())
+    Fields::fail(device.at("sm_count"), "is out of range");
+  s.device.sm_count = static_cast<int>(sm_count);
+  s.device.is_profile = device.boolean("is_profile");
+  s.device.properties_json = device.object_text("properties");
+  if (s.device.name.empty() || s.device.uuid.empty()) Fields::fail(f.at("device"), "needs a name and a uuid");
+
+  const Fields family(f.need("family"), f.at("family"));
+  s.family = family.string("name", true);
+  s.template_hash = family.string("template_hash", true);
+  s.description_json = family.object_text("description");
+  if (s.family.empty()) Fields::fail(family.at("name"), "is empty");
+
+  const Fields problem(f.need("problem"), f.at("problem"));
+  try {
+    s.problem.dims = parse_size_text(problem.string("size", true));
+    s.problem.args = parse_args_text(problem.string("args", false));
+  } catch (const std::invalid_argument& e) {
+    Fields::fail(f.at("problem"), e.what());
+  }
+
+  s.space_hash = f.string("space_hash", false);
+  s.kind = f.string("kind", false, "sweep");
+  s.strategy = f.string("strategy", false);
+  s.status = f.string("status", false, "done");
+  s.started_at = f.string("started_at", true);
+  if (f.find("ended_at") != nullptr) s.ended_at = f.string("ended_at", false);
+  s.tiletune_version = f.string("tiletune_version", false);
+  s.git_sha = f.string("git_sha", false);
+
+  const json& results = f.need("results");
+  if (!results.is_array()) Fields::fail(f.at("results"), "must be an array");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::string at = f.at("results") + "[" + std::to_string(i) + "]";
+    s.results.push_back(read_result(results[i], at, s.started_at));
+    if (!seen.insert(params_to_text(s.results.back().record.params)).second)
+      Fields::fail(at, "repeats the params of an earlier result");
+  }
+  return s;
+}
+
+std::vector<ImportedSweep> read_document(const std::string& text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    throw StoreError(sql::one_line(std::string("import: not valid JSON: ") + e.what()));
+  }
+  if (!doc.is_object()) throw StoreError("import: the document must be a JSON object");
+  const Fields top(doc, "document");
+  const std::string format = top.string("format", true);
+  if (format != export_format)
+    throw StoreError("import: format is '" + format + "', expected '" + export_format + "'");
+  const std::int64_t version = top.integer("schema_version", -1);
+  if (version > Store::schema_version)
+    throw StoreError("import: schema version " + std::to_string(version) +
+                     " is newer than this tiletune (knows " + std::to_string(Store::schema_version) + ")");
+  if (version < 1) throw StoreError("import: schema_version is missing or not a positive integer");
+  const json& sweeps = top.need("sweeps");
+  if (!sweeps.is_array()) throw StoreError("import: sweeps must be an array");
+  std::vector<ImportedSweep> imported;
+  for (std::size_t i = 0; i < sweeps.size(); ++i)
+    imported.push_back(read_sweep(sweeps[i], "sweeps[" + std::to_string(i) + "]"));
+  return imported;
+}
+
+// ---- CSV and C++ text ----
+
+// RFC 4180: a field with a comma, a quote or a line break is quoted, and its quotes doubled.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + '"';
+}
+
+template <typename T>
+std::string csv_number(const std::optional<T>& value) {
+  if (!value) return "";
+  if constexpr (std::is_floating_point_v<T>) {
+    return number_text(*value);
+  } else {
+    return std::to_string(*value);
+  }
+}
+
+// A C++ string literal; octal escapes (at most three digits) cannot swallow the characters after them.
+std::string cpp_string(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      std::array<char, 6> octal{};
+      std::snprintf(octal.data(), octal.size(), "\\%03o", c);
+      out += octal.data();
+    }
+  }
+  return out + '"';
+}
+
+std::string cpp_double(const std::optional<double>& value) {
+  if (!value || !std::isfinite(*value)) return "0.0";
+  std::string text = number_text(*value);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+std::string cpp_comment(const std::string& text) {
+  // A backslash at the end of a // comment would continue it onto the next line.
+  std::string out = sql::one_line(text);
+  std::replace(out.begin(), out.end(), '\\', '/');
+  for (std::size_t pos = 0; (pos = out.find("*/", pos)) != std::string::npos;) out.replace(pos, 2, "* /");
+  return out;
+}
+
+}  // namespace
+
+std::string Store::export_json(const std::string& family, const std::string& device_name) const {
+  const sql::Db& db = impl_->db;
+  json sweeps = json::array();
+  std::map<std::pair<std::string, std::string>, json> descriptions;
+  for (const SweepInfo& s : sweeps_for_export(db, family, device_name)) {
+    auto key = std::make_pair(s.family, s.template_hash);
+    if (!descriptions.count(key))
+      descriptions[key] = parse_object_or_empty(family_description(db, s.family, s.template_hash));
+    json results = json::array();
+    for (const StoredResult& r : rows::select_results(db, s.id)) results.push_back(result_to_json(r));
+    sweeps.push_back(json{
+        {"uid", s.uid},
+        {"device", json{{"name", s.device.name},
+                        {"uuid", s.device.uuid},
+                        {"arch", s.device.arch},
+                        {"sm_count", s.device.sm_count},
+                        {"is_profile", s.device.is_profile},
+                        {"properties", parse_object_or_empty(s.device.properties_json)}}},
+        {"family",
+         json{{"name", s.family}, {"template_hash", s.template_hash}, {"description", descriptions[key]}}},
+        {"problem", json{{"size", s.problem.size_text()}, {"args", s.problem.args_text()}}},
+        {"space_hash", s.space_hash},
+        {"kind", s.kind},
+        {"strategy", s.strategy},
+        {"status", s.status},
+        {"started_at", s.started_at},
+        {"ended_at", s.ended_at.empty() ? json(nullptr) : json(s.ended_at)},
+        {"tiletune_version", s.tiletune_version},
+        {"git_sha", s.git_sha},
+        {"results", std::move(results)},
+    });
+  }
+  const json doc{{"format", export_format},
+                 {"schema_version", schema_version},
+                 {"tiletune", json{{"version", TILETUNE_VERSION}, {"git_sha", TILETUNE_GIT_SHA}}},
+                 {"exported_at", sql::utc_now_iso8601()},
+                 {"sweeps", std::move(sweeps)}};
+  return doc.dump(2) + "\n";
+}
+
+ImportSummary Store::import_json(const std::string& text) {
+  const std::vector<ImportedSweep> sweeps = read_document(text);
+  const sql::Db& db = impl_->db;
+  ImportSummary summary;
+  sql::Transaction transaction(db);
+  std::set<std::string> added;
+  for (const ImportedSweep& s : sweeps) {
+    if (added.count(s.uid) || rows::sweep_uid_exists(db, s.uid)) {
+      ++summary.sweeps_skipped;
+      continue;
+    }
+    rows::SweepRow row;
+    row.uid = s.uid;
+    row.device_id = rows::upsert_device(db, s.device, rows::OnConflict::keep);
+    row.family_id =
+        rows::upsert_family(db, s.family, s.template_hash, s.description_json, rows::OnConflict::keep);
+    row.problem_id = rows::upsert_problem(db, s.problem);
+    row.space_hash = s.space_hash;
+    row.kind = s.kind;
+    row.strategy = s.strategy;
+    row.status = s.status;
+    row.started_at = s.started_at;
+    row.ended_at = s.ended_at;
+    row.tiletune_version = s.tiletune_version;
+    row.git_sha = s.git_sha;
+    const std::int64_t sweep_id = rows::insert_sweep(db, row);
+    rows::ResultWriter writer(db, row.family_id);
+    for (const ImportedResult& r : s.results) writer.write(sweep_id, r.record, r.measured_at);
+    added.insert(s.uid);
+    ++summary.sweeps_added;
+    summary.results_added += static_cast<int>(s.results.size());
+  }
+  transaction.commit();
+  return summary;
+}
+
+void Store::export_csv(std::ostream& out, const std::string& family, const std::string& device_name) const {
+  const sql::Db& db = impl_->db;
+  out << "sweep_uid,device,arch,family,size,args,params,outcome,reason,median_ms,min_ms,spread,repetitions,"
+         "metric,"
+         "metric_unit,error,registers,static_smem,dynamic_smem,occupancy,occupancy_limiter\r\n";
+  for (const SweepInfo& s : sweeps_for_export(db, family, device_name)) {
+    const std::string sweep_columns =
+        csv_field(s.uid) + ',' + csv_field(s.device.name) + ',' + csv_field(s.device.arch) + ',' +
+        csv_field(s.family) + ',' + csv_field(s.problem.size_text()) + ',' + csv_field(s.problem.args_text());
+    for (const StoredResult& stored : rows::select_results(db, s.id)) {
+      const ResultRecord& r = stored.record;
+      out << sweep_columns << ',' << csv_field(params_to_text(r.params)) << ',' << to_string(r.outcome) << ','
+          << csv_field(r.reason) << ',' << csv_number(r.median_ms) << ',' << csv_number(r.min_ms) << ','
+          << csv_number(r.spread) << ',' << r.repetitions << ',' << csv_number(r.metric) << ','
+          << csv_field(r.metric_unit) << ',' << csv_number(r.error) << ',' << csv_number(r.registers) << ','
+          << csv_number(r.static_smem) << ',' << csv_number(r.dynamic_smem) << ',' << csv_number(r.occupancy)
+          << ',' << csv_field(r.occupancy_limiter) << "\r\n";
+    }
+  }
+  if (!out) throw StoreError("export_csv: writing the output failed");
+}
+
+void Store::export_header(std::ostream& out, const std::string& family,
+                          const std::string& device_name) const {
+  const auto best = rows::select_best_per_problem(impl_->db, family, device_name);
+  out << "// Generated by tiletune " << TILETUNE_VERSION << " (git " << TILETUNE_GIT_SHA << ") at "
+      << sql::utc_now_iso8601() << ".\n"
+      << "// The fastest ok configuration of each (family, device, problem) in the database; do not edit.\n"
+      << "#pragma once\n\n"
+      << "#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <string_view>\n\n"
+      << "namespace tiletune_tuned {\n\n"
+      << "struct Param {\n  const char* name;\n  std::int64_t value;\n};\n\n"
+      << "struct Config {\n  const char* family;\n  const char* device;  // as the driver names it\n"
+      << "  const char* arch;\n  const char* size;    // e.g. \"1000x1000x1000\"\n"
+      << "  const char* args;    // e.g. \"mask_width=5\", \"\" when none\n  double median_ms;\n"
+      << "  const Param* params;\n  std::size_t param_count;\n};\n\n";
+  for (std::size_t i = 0; i < best.size(); ++i) {
+    const Params& params = best[i].result.record.params;
+    if (params.empty()) continue;
+    out << "inline constexpr std::array<Param, " << params.size() << "> params_" << i << "{{";
+    const char* separator = "";
+    for (const auto& [name, value] : params) {
+      // INT64_MIN has no literal of its own; every other value prints as one.
+      out << separator << "{" << cpp_string(name) << ", "
+          << (value == std::numeric_limits<std::int64_t>::min() ? "INT64_MIN" : std::to_string(value) + "LL")
+          << "}";
+      separator = ", ";
+    }
+    out << "}};\n";
+  }
+  out << "\ninline constexpr std::array<Config, " << best.size() << "> configs{{\n";
+  for (std::size_t i = 0; i < best.size(); ++i) {
+    const auto& row = best[i];
+    const bool empty = row.result.record.params.empty();
+    out << "    // " << cpp_comment(row.family + " on " + row.device_name + " for " + row.size_text) << "\n"
+        << "    {" << cpp_string(row.family) << ", " << cpp_string(row.device_name) << ", "
+        << cpp_string(row.arch) << ", " << cpp_string(row.size_text) << ", " << cpp_string(row.args_text)
+        << ", " << cpp_double(row.result.record.median_ms) << ", "
+        << (empty ? std::string("nullptr, 0")
+                  : "params_" + std::to_string(i) + ".data(), params_" + std::to_string(i) + ".size()")
+        << "},\n";
+  }
+  out << "}};\n\n"
+      << "// The tuned configuration for (family, device, size, args), or nullptr when there is none.\n"
+      << "constexpr const Config* find(std::string_view family, std::string_view device, std::string_view "
+         "size,\n"
+      << "                             std::string_view args = \"\") {\n"
+      << "  for (const Config& config : configs)\n"
+      << "    if (family == config.family && device == config.device && size == config.size && args == "
+         "config.args)\n"
+      << "      return &config;\n"
+      << "  return nullptr;\n}\n\n"
+      << "}  // namespace tiletune_tuned\n";
+  if (!out) throw StoreError("export_header: writing the output failed");
+}
+
+}  // namespace tiletune

@@ -1,0 +1,187 @@
+#include "tiletune/store.hpp"
+
+#include "schema.hpp"
+#include "store_rows.hpp"
+
+namespace tiletune {
+
+namespace {
+
+// Malformed text read back from a row (hand-edited database) still surfaces as a StoreError.
+template <typename F>
+auto as_store_error(const char* what, F&& body) {
+  try {
+    return body();
+  } catch (const std::invalid_argument& e) {
+    throw StoreError(std::string(what) + ": " + e.what());
+  }
+}
+
+void check_problem(const ProblemKey& problem, const std::string& what) {
+  if (problem.dims.empty()) throw StoreError(what + ": the problem has no dimensions");
+  for (const auto dim : problem.dims)
+    if (dim <= 0)
+      throw StoreError(what + ": size must be positive integers separated by 'x', got '" +
+                       problem.size_text() + "'");
+  try {
+    (void)problem.args_text();
+  } catch (const std::invalid_argument& e) {
+    throw StoreError(what + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+Store Store::open(const std::filesystem::path& path, Mode mode) {
+  const bool writable = mode == Mode::read_write;
+  try {
+    schema::check_file_header(path);
+  } catch (const StoreError& e) {
+    throw StoreError("cannot open database " + path.string() + ": " + e.what());
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->db = sql::Db::open(path, writable ? sql::Db::Access::read_write_create : sql::Db::Access::read_only);
+  try {
+    // Check what the file is before anything (WAL included) may write to it.
+    const int version = schema::check_known(impl->db);
+    if (writable) {
+      impl->db.enable_wal_and_foreign_keys();
+      schema::migrate(impl->db);
+    } else if (version < schema::current_version) {
+      throw StoreError(version == 0 ? std::string("no tiletune schema yet (open it read-write to create one)")
+                                    : "schema version " + std::to_string(version) +
+                                          " needs an upgrade (open it "
+                                          "read-write once)");
+    }
+  } catch (const StoreError& e) {
+    throw StoreError("cannot open database " + path.string() + ": " + e.what());
+  }
+  return Store(std::move(impl));
+}
+
+std::int64_t Store::begin_sweep(const SweepSpec& spec) {
+  if (spec.family.empty()) throw StoreError("begin_sweep: the family name is empty");
+  if (spec.device.uuid.empty()) throw StoreError("begin_sweep: the device uuid is empty");
+  if (spec.device.name.empty()) throw StoreError("begin_sweep: the device name is empty");
+  check_problem(spec.problem, "begin_sweep");
+  const sql::Db& db = impl_->db;
+  sql::Transaction transaction(db);
+  rows::SweepRow row;
+  row.device_id = rows::upsert_device(db, spec.device, rows::OnConflict::update);
+  row.family_id =
+      rows::upsert_family(db, spec.family, spec.template_hash, spec.family_json, rows::OnConflict::update);
+  row.problem_id = rows::upsert_problem(db, spec.problem);
+  row.uid = rows::new_uid();
+  row.space_hash = spec.space_hash;
+  row.kind = spec.kind;
+  row.strategy = spec.strategy;
+  row.status = "running";
+  row.started_at = sql::utc_now_iso8601();
+  row.tiletune_version = spec.tiletune_version.empty() ? TILETUNE_VERSION : spec.tiletune_version;
+  row.git_sha = spec.git_sha.empty() ? TILETUNE_GIT_SHA : spec.git_sha;
+  const std::int64_t id = rows::insert_sweep(db, row);
+  transaction.commit();
+  return id;
+}
+
+void Store::add_results(std::int64_t sweep_id, const std::vector<ResultRecord>& records) {
+  const sql::Db& db = impl_->db;
+  sql::Transaction transaction(db);
+  rows::ResultWriter writer(db, rows::sweep_family_id(db, sweep_id));
+  const std::string now = sql::utc_now_iso8601();
+  for (const ResultRecord& record : records) writer.write(sweep_id, record, now);
+  transaction.commit();
+}
+
+void Store::finish_sweep(std::int64_t sweep_id, const std::string& status) {
+  if (status.empty()) throw StoreError("finish_sweep: the status is empty");
+  sql::Stmt update = impl_->db.prepare("UPDATE sweeps SET status = ?1, ended_at = ?2 WHERE id = ?3");
+  update.bind(1, status).bind(2, sql::utc_now_iso8601()).bind(3, sweep_id).run();
+  if (impl_->db.changes() == 0)
+    throw StoreError("finish_sweep: no sweep with id " + std::to_string(sweep_id));
+}
+
+std::optional<SweepInfo> Store::sweep(std::int64_t sweep_id) const {
+  rows::SweepFilter filter;
+  filter.id = sweep_id;
+  auto found = as_store_error("sweep", [&] { return rows::select_sweeps(impl_->db, filter); });
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
+}
+
+std::vector<SweepInfo> Store::sweeps(const std::string& family, const std::string& device_name,
+                                     const std::optional<ProblemKey>& problem) const {
+  rows::SweepFilter filter;
+  filter.family = family;
+  filter.device_name = device_name;
+  filter.problem = problem;
+  return as_store_error("sweeps", [&] { return rows::select_sweeps(impl_->db, filter); });
+}
+
+std::optional<SweepInfo> Store::resumable_sweep(const std::string& family, const std::string& device_uuid,
+                                                const ProblemKey& problem) const {
+  if (family.empty() || device_uuid.empty()) return std::nullopt;
+  rows::SweepFilter filter;
+  filter.family = family;
+  filter.device_uuid = device_uuid;
+  filter.problem = problem;
+  filter.kind = "sweep";
+  filter.not_done_only = true;
+  auto found = as_store_error("resumable_sweep", [&] { return rows::select_sweeps(impl_->db, filter); });
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
+}
+
+std::vector<std::string> Store::stored_param_keys(std::int64_t sweep_id) const {
+  sql::Stmt select = impl_->db.prepare(
+      "SELECT c.params_text FROM results r JOIN configurations c ON c.id = r.configuration_id "
+      "WHERE r.sweep_id = ?1 ORDER BY c.params_text");
+  select.bind(1, sweep_id);
+  std::vector<std::string> keys;
+  while (select.step()) keys.push_back(select.column_text(0));
+  return keys;
+}
+
+std::vector<StoredResult> Store::results(std::int64_t sweep_id) const {
+  return as_store_error("results", [&] { return rows::select_results(impl_->db, sweep_id); });
+}
+
+std::optional<StoredResult> Store::best(const std::string& family, const std::string& device_name,
+                                        const ProblemKey& problem) const {
+  std::string size, args;
+  try {
+    size = problem.size_text();
+    args = problem.args_text();
+  } catch (const std::invalid_argument& e) {
+    throw StoreError(std::string("best: ") + e.what());
+  }
+  // The fastest ok result of each matching sweep, then the fastest of those.
+  sql::Stmt select = impl_->db.prepare(
+      "SELECT r.id FROM families f CROSS JOIN devices d CROSS JOIN problems p "
+      "CROSS JOIN sweeps s ON s.family_id = f.id AND s.device_id = d.id AND s.problem_id = p.id "
+      "CROSS JOIN results r ON r.id = (SELECT r2.id FROM results r2 WHERE r2.sweep_id = s.id AND r2.outcome "
+      "= 'ok' "
+      "                                AND r2.median_ms IS NOT NULL ORDER BY r2.median_ms, r2.id LIMIT 1) "
+      "WHERE f.name = ?1 AND d.name = ?2 AND p.size_text = ?3 AND p.args_text = ?4 "
+      "ORDER BY r.median_ms, r.id LIMIT 1");
+  select.bind(1, family).bind(2, device_name).bind(3, size).bind(4, args);
+  if (!select.step()) return std::nullopt;
+  const std::int64_t result_id = select.column_int64(0);
+  return as_store_error("best", [&] { return rows::select_result(impl_->db, result_id); });
+}
+
+bool Store::integrity_ok() const {
+  try {
+    sql::Stmt check = impl_->db.prepare("PRAGMA integrity_check");
+    return check.step() && check.column_text(0) == "ok";
+  } catch (const StoreError&) {
+    return false;  // a database too damaged to check is not intact
+  }
+}
+
+}  // namespace tiletune

@@ -1,0 +1,336 @@
+#include "store_rows.hpp"
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace tiletune::rows {
+
+namespace {
+
+using nlohmann::json;
+
+// The columns every result read selects, in the order read_result expects them.
+constexpr const char* result_columns =
+    "c.params_text, r.outcome, r.reason, r.median_ms, r.min_ms, r.spread, r.repetitions, r.metric, "
+    "r.metric_unit, r.error, r.registers, r.static_smem, r.dynamic_smem, r.local_bytes, r.spill_bytes, "
+    "r.threads_per_block, r.active_blocks, r.active_warps, r.occupancy_limiter, r.occupancy, r.sm_clock_mhz, "
+    "r.measured_at, r.sweep_id";
+
+StoredResult read_result(const sql::Stmt& stmt, int c) {
+  StoredResult stored;
+  ResultRecord& r = stored.record;
+  r.params = params_from_text(stmt.column_text(c));
+  const std::string outcome = stmt.column_text(c + 1);
+  // The CHECK constraint keeps other names out; a hand-edited row still must not pass as ok.
+  r.outcome = outcome_from_string(outcome).value_or(Outcome::runtime_failed);
+  r.reason = stmt.column_text(c + 2);
+  r.median_ms = stmt.column_optional_double(c + 3);
+  r.min_ms = stmt.column_optional_double(c + 4);
+  r.spread = stmt.column_optional_double(c + 5);
+  r.repetitions = stmt.column_int(c + 6);
+  r.metric = stmt.column_optional_double(c + 7);
+  r.metric_unit = stmt.column_text(c + 8);
+  r.error = stmt.column_optional_double(c + 9);
+  r.registers = stmt.column_optional_int(c + 10);
+  r.static_smem = stmt.column_optional_int(c + 11);
+  r.dynamic_smem = stmt.column_optional_int(c + 12);
+  r.local_bytes = stmt.column_optional_int(c + 13);
+  r.spill_bytes = stmt.column_optional_int(c + 14);
+  r.threads_per_block = stmt.column_optional_int(c + 15);
+  r.active_blocks = stmt.column_optional_int(c + 16);
+  r.active_warps = stmt.column_optional_int(c + 17);
+  r.occupancy_limiter = stmt.column_text(c + 18);
+  r.occupancy = stmt.column_optional_double(c + 19);
+  r.sm_clock_mhz = stmt.column_optional_double(c + 20);
+  stored.measured_at = stmt.column_text(c + 21);
+  stored.sweep_id = stmt.column_int64(c + 22);
+  return stored;
+}
+
+std::int64_t select_id(sql::Stmt& stmt) {
+  if (!stmt.step()) throw StoreError("internal: a row just written is missing");
+  const std::int64_t id = stmt.column_int64(0);
+  stmt.reset();
+  return id;
+}
+
+}  // namespace
+
+std::string checked_json_object(const std::string& text, const std::string& what) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return "{}";
+  json parsed;
+  try {
+    parsed = json::parse(text);
+  } catch (const json::exception& e) {
+    throw StoreError(sql::one_line(what + " is not valid JSON: " + e.what()));
+  }
+  if (!parsed.is_object()) throw StoreError(what + " must be a JSON object");
+  return text;
+}
+
+std::optional<std::string> default_params_text(const std::string& description_json) {
+  const json doc = json::parse(description_json, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("parameters")) return std::nullopt;
+  const auto default_of = [](const json& spec) -> std::optional<std::int64_t> {
+    if (!spec.is_object()) return std::nullopt;
+    if (spec.contains("default") && spec["default"].is_number_integer())
+      return spec["default"].get<std::int64_t>();
+    if (spec.contains("values") && spec["values"].is_array() && !spec["values"].empty() &&
+        spec["values"].front().is_number_integer())
+      return spec["values"].front().get<std::int64_t>();
+    return std::nullopt;
+  };
+  Params params;
+  const json& parameters = doc["parameters"];
+  if (parameters.is_object()) {
+    for (const auto& [name, spec] : parameters.items()) {
+      const auto value = default_of(spec);
+      if (!value) return std::nullopt;
+      params[name] = *value;
+    }
+  } else if (parameters.is_array()) {
+    for (const json& spec : parameters) {
+      const auto value = default_of(spec);
+      if (!value || !spec.contains("name") || !spec["name"].is_string()) return std::nullopt;
+      params[spec["name"].get<std::string>()] = *value;
+    }
+  } else {
+    return std::nullopt;
+  }
+  if (params.empty()) return std::nullopt;
+  try {
+    return params_to_text(params);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+std::int64_t upsert_device(const sql::Db& db, const DeviceRecord& device, OnConflict on_conflict) {
+  const char* sql =
+      on_conflict == OnConflict::update
+          ? "INSERT INTO devices (name, uuid, arch, sm_count, is_profile, properties_json) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uuid) DO UPDATE SET name = excluded.name, "
+            "arch = excluded.arch, sm_count = excluded.sm_count, is_profile = excluded.is_profile, "
+            "properties_json = excluded.properties_json"
+          : "INSERT INTO devices (name, uuid, arch, sm_count, is_profile, properties_json) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uuid) DO NOTHING";
+  sql::Stmt upsert = db.prepare(sql);
+  upsert.bind(1, device.name).bind(2, device.uuid).bind(3, device.arch).bind(4, device.sm_count);
+  upsert.bind(5, device.is_profile ? 1 : 0)
+      .bind(6, checked_json_object(device.properties_json, "device properties"));
+  upsert.run();
+  sql::Stmt select = db.prepare("SELECT id FROM devices WHERE uuid = ?1");
+  select.bind(1, device.uuid);
+  return select_id(select);
+}
+
+std::int64_t upsert_family(const sql::Db& db, const std::string& name, const std::string& template_hash,
+                           const std::string& description_json, OnConflict on_conflict) {
+  const std::string description =
+      checked_json_object(description_json, "the description of family '" + name + "'");
+  const char* sql =
+      on_conflict == OnConflict::update
+          ? "INSERT INTO families (name, template_hash, description_json, default_params_text) "
+            "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name, template_hash) DO UPDATE SET "
+            "description_json = excluded.description_json, "
+            "default_params_text = excluded.default_params_text WHERE excluded.description_json <> '{}'"
+          : "INSERT INTO families (name, template_hash, description_json, default_params_text) "
+            "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name, template_hash) DO NOTHING";
+  sql::Stmt upsert = db.prepare(sql);
+  upsert.bind(1, name).bind(2, template_hash).bind(3, description).bind(4, default_params_text(description));
+  upsert.run();
+  sql::Stmt select = db.prepare("SELECT id FROM families WHERE name = ?1 AND template_hash = ?2");
+  select.bind(1, name).bind(2, template_hash);
+  return select_id(select);
+}
+
+std::int64_t upsert_problem(const sql::Db& db, const ProblemKey& problem) {
+  const std::string size = problem.size_text();
+  const std::string args = problem.args_text();
+  sql::Stmt insert = db.prepare("INSERT OR IGNORE INTO problems (size_text, args_text) VALUES (?1, ?2)");
+  insert.bind(1, size).bind(2, args).run();
+  sql::Stmt select = db.prepare("SELECT id FROM problems WHERE size_text = ?1 AND args_text = ?2");
+  select.bind(1, size).bind(2, args);
+  return select_id(select);
+}
+
+std::int64_t insert_sweep(const sql::Db& db, const SweepRow& row) {
+  sql::Stmt insert = db.prepare(
+      "INSERT INTO sweeps (uid, device_id, family_id, problem_id, space_hash, kind, strategy, status, "
+      "started_at, "
+      "ended_at, tiletune_version, git_sha) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+  insert.bind(1, row.uid).bind(2, row.device_id).bind(3, row.family_id).bind(4, row.problem_id);
+  insert.bind(5, row.space_hash).bind(6, row.kind).bind(7, row.strategy).bind(8, row.status);
+  insert.bind(9, row.started_at).bind(10, row.ended_at).bind(11, row.tiletune_version).bind(12, row.git_sha);
+  insert.run();
+  return db.last_insert_rowid();
+}
+
+bool sweep_uid_exists(const sql::Db& db, const std::string& uid) {
+  sql::Stmt select = db.prepare("SELECT 1 FROM sweeps WHERE uid = ?1");
+  select.bind(1, uid);
+  return select.step();
+}
+
+std::string new_uid() {
+  std::random_device entropy;
+  std::string uid;
+  for (int i = 0; i < 4; ++i) {
+    std::array<char, 9> hex{};
+    std::snprintf(hex.data(), hex.size(), "%08x", static_cast<unsigned>(entropy()));
+    uid += hex.data();
+  }
+  return uid;
+}
+
+ResultWriter::ResultWriter(const sql::Db& db, std::int64_t family_id)
+    : db_(db),
+      family_id_(family_id),
+      insert_configuration_(
+          db.prepare("INSERT OR IGNORE INTO configurations (family_id, params_text) VALUES (?1, ?2)")),
+      select_configuration_(
+          db.prepare("SELECT id FROM configurations WHERE family_id = ?1 AND params_text = ?2")),
+      insert_result_(db.prepare("INSERT OR REPLACE INTO results (sweep_id, configuration_id, outcome, "
+                                "reason, median_ms, min_ms, spread, "
+                                "repetitions, metric, metric_unit, error, registers, static_smem, "
+                                "dynamic_smem, local_bytes, spill_bytes, "
+                                "threads_per_block, active_blocks, active_warps, occupancy_limiter, "
+                                "occupancy, sm_clock_mhz, measured_at) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                                "?16, ?17, ?18, ?19, ?20, ?21, "
+                                "?22, ?23)")) {}
+
+void ResultWriter::write(std::int64_t sweep_id, const ResultRecord& r, const std::string& measured_at) {
+  std::string params;
+  try {
+    params = params_to_text(r.params);
+  } catch (const std::invalid_argument& e) {
+    throw StoreError(e.what());
+  }
+  insert_configuration_.bind(1, family_id_).bind(2, params).run();
+  insert_configuration_.reset();
+  select_configuration_.bind(1, family_id_).bind(2, params);
+  const std::int64_t configuration_id = select_id(select_configuration_);
+
+  sql::Stmt& s = insert_result_;
+  s.bind(1, sweep_id).bind(2, configuration_id).bind(3, to_string(r.outcome)).bind(4, r.reason);
+  s.bind(5, r.median_ms).bind(6, r.min_ms).bind(7, r.spread).bind(8, r.repetitions).bind(9, r.metric);
+  s.bind(10, r.metric_unit).bind(11, r.error).bind(12, r.registers).bind(13, r.static_smem);
+  s.bind(14, r.dynamic_smem).bind(15, r.local_bytes).bind(16, r.spill_bytes).bind(17, r.threads_per_block);
+  s.bind(18, r.active_blocks).bind(19, r.active_warps).bind(20, r.occupancy_limiter).bind(21, r.occupancy);
+  s.bind(22, r.sm_clock_mhz).bind(23, measured_at);
+  s.run();
+  s.reset();
+}
+
+std::vector<SweepInfo> select_sweeps(const sql::Db& db, const SweepFilter& filter) {
+  sql::Stmt select = db.prepare(
+      "SELECT s.id, s.uid, f.name, f.template_hash, s.space_hash, d.name, d.uuid, d.arch, d.sm_count, "
+      "d.is_profile, d.properties_json, p.size_text, p.args_text, s.kind, s.strategy, s.status, "
+      "s.started_at, "
+      "s.ended_at, s.tiletune_version, s.git_sha, (SELECT COUNT(*) FROM results r WHERE r.sweep_id = s.id) "
+      "FROM sweeps s JOIN families f ON f.id = s.family_id JOIN devices d ON d.id = s.device_id "
+      "JOIN problems p ON p.id = s.problem_id "
+      "WHERE (?1 IS NULL OR s.id = ?1) AND (?2 = '' OR f.name = ?2) AND (?3 = '' OR d.name = ?3) "
+      "AND (?4 = '' OR d.uuid = ?4) AND (?5 = '' OR s.kind = ?5) "
+      "AND (?6 IS NULL OR (p.size_text = ?6 AND p.args_text = ?7)) AND (?8 = 0 OR s.status <> 'done') "
+      "ORDER BY s.started_at DESC, s.id DESC");
+  select.bind(1, filter.id).bind(2, filter.family).bind(3, filter.device_name).bind(4, filter.device_uuid);
+  select.bind(5, filter.kind);
+  if (filter.problem) {
+    select.bind(6, filter.problem->size_text()).bind(7, filter.problem->args_text());
+  } else {
+    select.bind(6, std::nullopt).bind(7, "");
+  }
+  select.bind(8, filter.not_done_only ? 1 : 0);
+  std::vector<SweepInfo> sweeps;
+  while (select.step()) {
+    SweepInfo s;
+    s.id = select.column_int64(0);
+    s.uid = select.column_text(1);
+    s.family = select.column_text(2);
+    s.template_hash = select.column_text(3);
+    s.space_hash = select.column_text(4);
+    s.device.name = select.column_text(5);
+    s.device.uuid = select.column_text(6);
+    s.device.arch = select.column_text(7);
+    s.device.sm_count = select.column_int(8);
+    s.device.is_profile = select.column_int(9) != 0;
+    s.device.properties_json = select.column_text(10);
+    s.problem.dims = parse_size_text(select.column_text(11));
+    s.problem.args = parse_args_text(select.column_text(12));
+    s.kind = select.column_text(13);
+    s.strategy = select.column_text(14);
+    s.status = select.column_text(15);
+    s.started_at = select.column_text(16);
+    s.ended_at = select.column_text(17);
+    s.tiletune_version = select.column_text(18);
+    s.git_sha = select.column_text(19);
+    s.result_count = select.column_int64(20);
+    sweeps.push_back(std::move(s));
+  }
+  return sweeps;
+}
+
+std::int64_t sweep_family_id(const sql::Db& db, std::int64_t sweep_id) {
+  sql::Stmt select = db.prepare("SELECT family_id FROM sweeps WHERE id = ?1");
+  select.bind(1, sweep_id);
+  if (!select.step()) throw StoreError("no sweep with id " + std::to_string(sweep_id));
+  return select.column_int64(0);
+}
+
+std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id) {
+  sql::Stmt select =
+      db.prepare(std::string("SELECT ") + result_columns +
+                 " FROM results r JOIN configurations c ON c.id = r.configuration_id "
+                 "WHERE r.sweep_id = ?1 ORDER BY CASE r.outcome WHEN 'ok' THEN 0 WHEN 'pruned' THEN 1 "
+                 "WHEN 'compile_failed' THEN 2 WHEN 'launch_failed' THEN 3 WHEN 'runtime_failed' THEN 4 "
+                 "WHEN 'timeout' THEN 5 WHEN 'wrong_result' THEN 6 ELSE 7 END, "
+                 "r.median_ms IS NULL, r.median_ms, c.params_text");
+  select.bind(1, sweep_id);
+  std::vector<StoredResult> results;
+  while (select.step()) results.push_back(read_result(select, 0));
+  return results;
+}
+
+std::optional<StoredResult> select_result(const sql::Db& db, std::int64_t result_id) {
+  sql::Stmt select =
+      db.prepare(std::string("SELECT ") + result_columns +
+                 " FROM results r JOIN configurations c ON c.id = r.configuration_id WHERE r.id = ?1");
+  select.bind(1, result_id);
+  if (!select.step()) return std::nullopt;
+  return read_result(select, 0);
+}
+
+std::vector<BestRow> select_best_per_problem(const sql::Db& db, const std::string& family,
+                                             const std::string& device_name) {
+  sql::Stmt select = db.prepare(
+      std::string("SELECT f.name, d.name, d.arch, p.size_text, p.args_text, ") + result_columns +
+      " FROM (SELECT r.*, ROW_NUMBER() OVER (PARTITION BY f.name, d.name, s.problem_id "
+      "                                      ORDER BY r.median_ms, r.id) AS rank "
+      "       FROM results r JOIN sweeps s ON s.id = r.sweep_id JOIN families f ON f.id = s.family_id "
+      "       JOIN devices d ON d.id = s.device_id "
+      "       WHERE r.outcome = 'ok' AND r.median_ms IS NOT NULL AND (?1 = '' OR f.name = ?1) "
+      "       AND (?2 = '' OR d.name = ?2)) r "
+      "JOIN configurations c ON c.id = r.configuration_id JOIN sweeps s ON s.id = r.sweep_id "
+      "JOIN families f ON f.id = s.family_id JOIN devices d ON d.id = s.device_id "
+      "JOIN problems p ON p.id = s.problem_id "
+      "WHERE r.rank = 1 ORDER BY f.name, d.name, p.size_text, p.args_text");
+  select.bind(1, family).bind(2, device_name);
+  std::vector<BestRow> rows;
+  while (select.step()) {
+    BestRow row;
+    row.family = select.column_text(0);
+    row.device_name = select.column_text(1);
+    row.arch = select.column_text(2);
+    row.size_text = select.column_text(3);
+    row.args_text = select.column_text(4);
+    row.result = read_result(select, 5);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace tiletune::rows

@@ -1,0 +1,361 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_support.hpp"
+#include "tiletune/client.hpp"
+
+namespace tiletune {
+namespace {
+
+using nlohmann::json;
+using test::failed;
+using test::h100;
+using test::ok;
+using test::spec;
+
+const DeviceRecord odd_device = test::device(R"(Lab "GPU" \ #2, rev. é)", "GPU-odd", "sm_89");
+const std::string awkward_reason = "bad, \"quoted\"\nsecond line";
+
+// Two families, three sweeps (one still running), every outcome, awkward text and doubles.
+void fill(Store& store) {
+  const std::int64_t a = store.begin_sweep(spec("gemm_tiled", h100, {1000, 1000, 1000}));
+  ResultRecord sparse = ok({{"TILE", 64}, {"BLOCK_Y", -1}}, 0.1 + 0.2);
+  sparse.min_ms.reset();
+  sparse.metric = 1e-300;
+  sparse.error.reset();
+  sparse.registers.reset();
+  sparse.sm_clock_mhz = 123456.789012345;
+  store.add_results(a, {ok({{"TILE", 32}, {"BLOCK_Y", 8}}, 1.0), sparse,
+                        failed({{"TILE", 8}, {"BLOCK_Y", 8}}, Outcome::compile_failed, awkward_reason),
+                        failed({{"TILE", 4}, {"BLOCK_Y", 8}}, Outcome::pruned, "smem 99000 > 49152"),
+                        failed({{"TILE", 2}, {"BLOCK_Y", 8}}, Outcome::launch_failed, "launch"),
+                        failed({{"TILE", 1}, {"BLOCK_Y", 8}}, Outcome::runtime_failed, "illegal address"),
+                        failed({{"TILE", 3}, {"BLOCK_Y", 8}}, Outcome::timeout, "10 s"),
+                        failed({{"TILE", 5}, {"BLOCK_Y", 8}}, Outcome::wrong_result, "error 0.2")});
+  store.finish_sweep(a, "done");
+  SweepSpec profile = spec("conv1d", odd_device, {1 << 20}, {{"mask_width", 5}});
+  profile.device.is_profile = true;
+  profile.strategy = "random";
+  const std::int64_t b = store.begin_sweep(profile);
+  store.add_results(b, {ok({{"TILE", 256}}, 0.25)});
+  store.finish_sweep(b, "interrupted");
+  const std::int64_t c = store.begin_sweep(spec("gemm_tiled", h100, {2000, 2000, 2000}));
+  store.add_results(c, {ok({{"TILE", 64}, {"BLOCK_Y", 8}}, 7.5)});
+}
+
+json without_export_time(const std::string& text) {
+  json doc = json::parse(text);
+  doc.erase("exported_at");
+  return doc;
+}
+
+std::map<std::string, int> row_counts(const std::filesystem::path& path) {
+  std::map<std::string, int> counts;
+  Store store = Store::open(path, Store::Mode::read_only);
+  for (const auto& s : store.sweeps()) {
+    ++counts["sweeps"];
+    counts["results"] += static_cast<int>(store.results(s.id).size());
+  }
+  return counts;
+}
+
+TEST(Export, JsonHasTheDocumentedShape) {
+  test::TempDir dir;
+  Store store = Store::open(dir / "a.db");
+  fill(store);
+  const json doc = json::parse(store.export_json());
+  EXPECT_EQ(doc["format"], "tiletune-export");
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_TRUE(doc["tiletune"]["version"].is_string());
+  EXPECT_TRUE(doc["tiletune"]["git_sha"].is_string());
+  EXPECT_TRUE(doc["exported_at"].is_string());
+  ASSERT_EQ(doc["sweeps"].size(), 3u);
+  const json& first = doc["sweeps"][0];
+  EXPECT_EQ(first["device"]["name"], h100.name);
+  EXPECT_EQ(first["device"]["properties"]["clock_khz"], 1980000);
+  EXPECT_EQ(first["family"]["description"]["parameters"]["TILE"]["default"], 16);
+  EXPECT_EQ(first["problem"]["size"], "1000x1000x1000");
+  EXPECT_EQ(first["problem"]["args"], "");
+  EXPECT_EQ(first["status"], "done");
+  EXPECT_EQ(first["results"].size(), 8u);
+  // Ok results fastest first (0.1 + 0.2 ms before 1 ms), then the others in outcome order.
+  EXPECT_EQ(first["results"][0]["params"]["TILE"], 64);
+  EXPECT_EQ(first["results"][0]["min_ms"], nullptr);
+  EXPECT_EQ(first["results"][0]["median_ms"], 0.1 + 0.2);
+  EXPECT_EQ(first["results"][1]["params"]["TILE"], 32);
+  EXPECT_EQ(first["results"][2]["outcome"], "pruned");
+  EXPECT_EQ(first["results"][3]["outcome"], "compile_failed");
+  EXPECT_EQ(first["results"][3]["reason"], awkward_reason);
+  EXPECT_EQ(first["results"][7]["outcome"], "wrong_result");
+  EXPECT_EQ(doc["sweeps"][1]["device"]["is_profile"], true);
+  EXPECT_EQ(doc["sweeps"][2]["ended_at"], nullptr);
+
+  EXPECT_EQ(json::parse(store.export_json("conv1d"))["sweeps"].size(), 1u);
+  EXPECT_EQ(json::parse(store.export_json("", h100.name))["sweeps"].size(), 2u);
+  EXPECT_EQ(json::parse(store.export_json("conv1d", h100.name))["sweeps"].size(), 0u);
+}
+
+TEST(Export, JsonImportedIntoAFreshDatabaseGivesIdenticalResults) {
+  test::TempDir dir;
+  Store source = Store::open(dir / "source.db");
+  fill(source);
+  const std::string exported = source.export_json();
+
+  Store copy = Store::open(dir / "copy.db");
+  const ImportSummary summary = copy.import_json(exported);
+  EXPECT_EQ(summary.sweeps_added, 3);
+  EXPECT_EQ(summary.sweeps_skipped, 0);
+  EXPECT_EQ(summary.results_added, 10);
+
+  EXPECT_EQ(without_export_time(copy.export_json()), without_export_time(exported));
+  const auto original = source.sweeps();
+  const auto imported = copy.sweeps();
+  ASSERT_EQ(original.size(), imported.size());
+  for (std::size_t i = 0; i < original.size(); ++i) {
+    EXPECT_EQ(imported[i].uid, original[i].uid);
+    EXPECT_EQ(imported[i].started_at, original[i].started_at);
+    EXPECT_EQ(imported[i].status, original[i].status);
+    EXPECT_EQ(imported[i].device.is_profile, original[i].device.is_profile);
+    const auto a = source.results(original[i].id);
+    const auto b = copy.results(imported[i].id);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t r = 0; r < a.size(); ++r) {
+      EXPECT_EQ(b[r].record.params, a[r].record.params);
+      EXPECT_EQ(b[r].record.outcome, a[r].record.outcome);
+      EXPECT_EQ(b[r].record.reason, a[r].record.reason);
+      EXPECT_EQ(b[r].record.median_ms, a[r].record.median_ms);  // bit-exact doubles
+      EXPECT_EQ(b[r].record.metric, a[r].record.metric);
+      EXPECT_EQ(b[r].record.sm_clock_mhz, a[r].record.sm_clock_mhz);
+      EXPECT_EQ(b[r].record.registers, a[r].record.registers);
+      EXPECT_EQ(b[r].measured_at, a[r].measured_at);
+    }
+  }
+  const ProblemKey problem{{1000, 1000, 1000}, {}};
+  EXPECT_EQ(copy.best("gemm_tiled", h100.name, problem)->record.median_ms, 0.1 + 0.2);
+  // The family description came along, so the client still knows the family's defaults.
+  const auto client = Client::open(dir / "copy.db");
+  ASSERT_TRUE(client.has_value());
+  EXPECT_EQ(client->best({"gemm_tiled", "Some GPU", "sm_120", problem}).params,
+            (Params{{"TILE", 16}, {"BLOCK_Y", 4}}));
+}
+
+TEST(Export, ImportingTwiceSkipsWhatIsThere) {
+  test::TempDir dir;
+  Store source = Store::open(dir / "source.db");
+  fill(source);
+  const std::string exported = source.export_json();
+  Store copy = Store::open(dir / "copy.db");
+  copy.import_json(exported);
+  const auto before = row_counts(dir / "copy.db");
+  const ImportSummary again = copy.import_json(exported);
+  EXPECT_EQ(again.sweeps_added, 0);
+  EXPECT_EQ(again.sweeps_skipped, 3);
+  EXPECT_EQ(again.results_added, 0);
+  EXPECT_EQ(row_counts(dir / "copy.db"), before);
+  // Importing into the database it came from adds nothing either.
+  EXPECT_EQ(source.import_json(exported).sweeps_skipped, 3);
+}
+
+struct BadImport {
+  const char* name;
+  std::function<std::string(json)> make;
+  const char* expected;
+};
+
+std::vector<BadImport> bad_imports() {
+  const auto edit = [](std::function<void(json&)> change) {
+    return [change](json doc) {
+      change(doc);
+      return doc.dump();
+    };
+  };
+  return {
+      {"bad json", [](json doc) { return doc.dump().substr(0, 200); }, "not valid JSON"},
+      {"not an object", [](json) { return std::string("[1, 2]"); }, "must be a JSON object"},
+      {"wrong format", edit([](json& d) { d["format"] = "kernel-tuner-cache"; }),
+       "format is 'kernel-tuner-cache'"},
+      {"newer schema", edit([](json& d) { d["schema_version"] = 2; }),
+       "schema version 2 is newer than this tiletune (knows 1)"},
+      {"no schema", edit([](json& d) { d.erase("schema_version"); }), "schema_version"},
+      {"unknown outcome", edit([](json& d) { d["sweeps"].back()["results"].back()["outcome"] = "exploded"; }),
+       "'exploded' is not an outcome name"},
+      {"fractional param", edit([](json& d) { d["sweeps"].back()["results"][0]["params"]["TILE"] = 16.5; }),
+       "must be an integer"},
+      {"string param", edit([](json& d) { d["sweeps"].back()["results"][0]["params"]["TILE"] = "16"; }),
+       "must be an integer"},
+      {"bad param name", edit([](json& d) { d["sweeps"].back()["results"][0]["params"]["2D"] = 1; }),
+       "not a C identifier"},
+      {"missing uid", edit([](json& d) { d["sweeps"].back().erase("uid"); }), "sweeps[2].uid is missing"},
+      {"missing device", edit([](json& d) { d["sweeps"][1].erase("device"); }),
+       "sweeps[1].device is missing"},
+      {"bad size", edit([](json& d) { d["sweeps"].back()["problem"]["size"] = "0x5"; }), "got '0x5'"},
+      {"text time", edit([](json& d) { d["sweeps"].back()["results"][0]["median_ms"] = "fast"; }),
+       "median_ms must be a number"},
+      {"results not a list", edit([](json& d) { d["sweeps"].back()["results"] = json::object(); }),
+       "results must be an array"},
+      {"repeated params",
+       edit([](json& d) { d["sweeps"][0]["results"].push_back(d["sweeps"][0]["results"][0]); }),
+       "repeats the params"},
+  };
+}
+
+TEST(Export, MalformedImportsThrowAndChangeNothing) {
+  test::TempDir dir;
+  const auto target_path = dir / "target.db";
+  Store source = Store::open(dir / "source.db");
+  fill(source);
+  const json valid = json::parse(source.export_json());
+
+  Store target = Store::open(target_path);
+  const std::int64_t own = target.begin_sweep(spec("gemm_tiled", h100, {64, 64, 64}));
+  target.add_results(own, {ok({{"TILE", 8}}, 0.05)});
+  const json dump_before = without_export_time(target.export_json());
+  const auto counts_before = row_counts(target_path);
+  const std::string bytes_before = test::read_bytes(target_path);
+  const std::string wal_before = test::read_bytes(target_path.string() + "-wal");
+
+  for (const BadImport& bad : bad_imports()) {
+    SCOPED_TRACE(bad.name);
+    try {
+      target.import_json(bad.make(valid));
+      ADD_FAILURE() << "no StoreError";
+    } catch (const StoreError& e) {
+      EXPECT_TRUE(test::one_line(e.what())) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(test::read_bytes(target_path), bytes_before);
+    EXPECT_EQ(test::read_bytes(target_path.string() + "-wal"), wal_before);
+  }
+  EXPECT_EQ(without_export_time(target.export_json()), dump_before);
+  EXPECT_EQ(row_counts(target_path), counts_before);
+  // The valid document still imports afterwards.
+  EXPECT_EQ(target.import_json(valid.dump()).sweeps_added, 3);
+}
+
+// RFC 4180 reader for the test: quoted fields may hold commas, doubled quotes and line breaks.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(std::exchange(field, ""));
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      rows.back().push_back(std::exchange(field, ""));
+      rows.emplace_back();
+      ++i;
+    } else {
+      field += c;
+    }
+  }
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+TEST(Export, CsvQuotesCommasQuotesAndLineBreaks) {
+  test::TempDir dir;
+  Store store = Store::open(dir / "a.db");
+  fill(store);
+  std::ostringstream out;
+  store.export_csv(out);
+  const std::string csv = out.str();
+  EXPECT_EQ(
+      csv.substr(0, csv.find("\r\n")),
+      "sweep_uid,device,arch,family,size,args,params,outcome,reason,median_ms,min_ms,spread,repetitions,"
+      "metric,metric_unit,error,registers,static_smem,dynamic_smem,occupancy,occupancy_limiter");
+  EXPECT_NE(csv.find(",\"bad, \"\"quoted\"\"\nsecond line\","), std::string::npos);
+  EXPECT_NE(csv.find(R"("Lab ""GPU"" \ #2, rev. é")"), std::string::npos);
+
+  const auto rows = parse_csv(csv);
+  ASSERT_EQ(rows.size(), 11u);  // header + 10 results
+  for (const auto& row : rows) EXPECT_EQ(row.size(), 21u);
+  int found = 0;
+  for (const auto& row : rows) {
+    if (row[7] == "compile_failed") {
+      EXPECT_EQ(row[8], awkward_reason);
+      EXPECT_EQ(row[6], "BLOCK_Y=8,TILE=8");
+      EXPECT_EQ(row[9], "");  // no time
+      ++found;
+    }
+    if (row[6] == "BLOCK_Y=-1,TILE=64") {
+      EXPECT_EQ(std::stod(row[9]), 0.1 + 0.2);  // round-trips exactly
+      EXPECT_EQ(row[10], "");
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, 2);
+
+  std::ostringstream only_conv;
+  store.export_csv(only_conv, "conv1d");
+  EXPECT_EQ(parse_csv(only_conv.str()).size(), 2u);
+}
+
+// Writes `header` and a translation unit that includes it, then runs the compiler on it.
+::testing::AssertionResult header_compiles(const test::TempDir& dir, const std::string& header,
+                                           const std::string& checks) {
+  std::string compiler = TILETUNE_TEST_CXX;
+  if (!std::filesystem::exists(compiler)) compiler = "g++";
+  test::write_bytes(dir / "tuned.hpp", header);
+  test::write_bytes(dir / "use.cpp", "#include \"tuned.hpp\"\n" + checks + "\nint main() { return 0; }\n");
+  const std::string log = (dir / "compile.log").string();
+  const std::string command = compiler + " -std=c++17 -fsyntax-only -Wall -Wextra -pedantic -Werror " +
+                              (dir / "use.cpp").string() + " > " + log + " 2>&1";
+  if (std::system(command.c_str()) != 0)
+    return ::testing::AssertionFailure() << command << "\n" << test::read_bytes(log) << "\n" << header;
+  return ::testing::AssertionSuccess();
+}
+
+bool have_compiler() {
+  return std::filesystem::exists(TILETUNE_TEST_CXX) || std::system("command -v g++ > /dev/null 2>&1") == 0;
+}
+
+TEST(Export, HeaderCompilesAndHoldsTheBestConfigurations) {
+  if (!have_compiler()) GTEST_SKIP() << "no C++ compiler here";
+  test::TempDir dir;
+  Store store = Store::open(dir / "a.db");
+  fill(store);
+  std::ostringstream out;
+  store.export_header(out);
+  const std::string header = out.str();
+  EXPECT_NE(header.find("inline constexpr"), std::string::npos);
+  EXPECT_TRUE(header_compiles(dir, header, R"(
+namespace t = tiletune_tuned;
+static_assert(t::configs.size() == 3);
+// The best ok configuration at 1000^3 is the 0.3 ms one, not the faster failures.
+constexpr const t::Config* gemm = t::find("gemm_tiled", "NVIDIA H100 80GB HBM3", "1000x1000x1000");
+static_assert(gemm->param_count == 2);
+static_assert(gemm->params[0].value == -1 && gemm->params[1].value == 64);
+static_assert(gemm->median_ms > 0.29 && gemm->median_ms < 0.31);
+static_assert(t::find("gemm_tiled", "NVIDIA H100 80GB HBM3", "2000x2000x2000")->params[1].value == 64);
+constexpr const t::Config* conv = t::find("conv1d", "Lab \"GPU\" \\ #2, rev. \303\251", "1048576", "mask_width=5");
+static_assert(conv->params[0].value == 256);
+static_assert(t::find("gemm_tiled", "NVIDIA H100 80GB HBM3", "999x1000x1000") == nullptr);
+)"));
+}
+
+TEST(Export, HeaderOfAnEmptyDatabaseCompiles) {
+  if (!have_compiler()) GTEST_SKIP() << "no C++ compiler here";
+  test::TempDir dir;
+  Store store = Store::open(dir / "a.db");
+  std::ostringstream out;
+  store.export_header(out);
+  EXPECT_TRUE(header_compiles(dir, out.str(), "static_assert(tiletune_tuned::configs.size() == 0);"));
+}
+
+}  // namespace
+}  // namespace tiletune

@@ -1,0 +1,136 @@
+// Shared helpers for the db tests: a scratch directory, file bytes, and sample sweeps and results.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "tiletune/store.hpp"
+
+namespace tiletune::test {
+
+// A fresh directory under the system temp directory, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    std::random_device entropy;
+    path_ = std::filesystem::temp_directory_path() /
+            ("tiletune-db-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+             std::to_string(entropy()));
+    std::filesystem::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, std::filesystem::perm_options::add,
+                                 ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+inline std::string random_bytes(std::size_t size, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::string bytes(size, '\0');
+  for (char& c : bytes) c = static_cast<char>(generator() & 0xff);
+  return bytes;
+}
+
+// The description a family carries: two tunables with defaults TILE=16 and BLOCK_Y=4 (its first value).
+inline const char* gemm_description =
+    R"({"name": "gemm_tiled", "parameters": {"TILE": {"values": [8, 16, 32], "default": 16},
+        "BLOCK_Y": {"values": [4, 8]}}})";
+
+inline DeviceRecord device(const std::string& name, const std::string& uuid, const std::string& arch) {
+  DeviceRecord d;
+  d.name = name;
+  d.uuid = uuid;
+  d.arch = arch;
+  d.sm_count = 132;
+  d.properties_json = R"({"clock_khz": 1980000, "l2_bytes": 52428800})";
+  return d;
+}
+
+inline const DeviceRecord h100 = device("NVIDIA H100 80GB HBM3", "GPU-h100-0001", "sm_90");
+
+inline SweepSpec spec(const std::string& family, const DeviceRecord& dev, std::vector<std::int64_t> dims,
+                      std::map<std::string, std::int64_t> args = {}) {
+  SweepSpec s;
+  s.family = family;
+  s.template_hash = "hash-" + family;
+  s.family_json = family == "gemm_tiled" ? gemm_description : "{}";
+  s.space_hash = "space-1";
+  s.device = dev;
+  s.problem.dims = std::move(dims);
+  s.problem.args = std::move(args);
+  s.tiletune_version = "0.1.0";
+  s.git_sha = "abc123";
+  return s;
+}
+
+inline ResultRecord ok(Params params, double median_ms) {
+  ResultRecord r;
+  r.params = std::move(params);
+  r.outcome = Outcome::ok;
+  r.median_ms = median_ms;
+  r.min_ms = median_ms * 0.97;
+  r.spread = 0.012;
+  r.repetitions = 25;
+  r.metric = 2000.0 / median_ms;
+  r.metric_unit = "GFLOP/s";
+  r.error = 1.5e-7;
+  r.registers = 40;
+  r.static_smem = 8192;
+  r.dynamic_smem = 0;
+  r.local_bytes = 0;
+  r.spill_bytes = 0;
+  r.threads_per_block = 256;
+  r.active_blocks = 8;
+  r.active_warps = 64;
+  r.occupancy_limiter = "threads";
+  r.occupancy = 1.0;
+  r.sm_clock_mhz = 1980.0;
+  return r;
+}
+
+inline ResultRecord failed(Params params, Outcome outcome, const std::string& reason) {
+  ResultRecord r;
+  r.params = std::move(params);
+  r.outcome = outcome;
+  r.reason = reason;
+  return r;
+}
+
+inline int count_rows(const std::string& csv_or_text, char separator = '\n') {
+  int n = 0;
+  for (char c : csv_or_text) n += c == separator;
+  return n;
+}
+
+inline bool one_line(const std::string& text) {
+  return text.find('\n') == std::string::npos && !text.empty();
+}
+
+}  // namespace tiletune::test
