@@ -1,0 +1,257 @@
+// GPU tests (ctest label "gpu"): each skips, saying why, where no CUDA GPU is present.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "../test_paths.hpp"
+#include "tiletune/bench.hpp"
+#include "tiletune/sweep.hpp"
+
+using namespace tiletune;
+using tiletune::test::TempDir;
+
+namespace {
+
+// Asks a throwaway worker (never this process: it must not own a CUDA context) whether a GPU is there.
+std::string gpu_missing_reason() {
+  static const std::string reason = [] {
+    WorkerProcess w(0);
+    try {
+      worker_device(w);
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  }();
+  return reason;
+}
+
+#define REQUIRE_GPU()                                                       \
+  do {                                                                      \
+    if (!gpu_missing_reason().empty()) GTEST_SKIP() << gpu_missing_reason(); \
+  } while (0)
+
+std::vector<KernelFamily> all_families() {
+  return load_families({tiletune::test::templates_dir(), tiletune::test::fixtures_dir() / "families"});
+}
+
+SweepOptions quick() {
+  SweepOptions o;
+  o.measure.min_reps = 2;
+  o.measure.max_reps = 3;
+  o.measure.budget_ms = 20;
+  o.compile_jobs = 8;
+  return o;
+}
+
+struct SweepRun {
+  SweepSummary summary;
+  std::vector<StoredResult> results;
+};
+
+SweepRun sweep(const KernelFamily& f, const ProblemKey& p, const std::filesystem::path& db, SweepOptions o = quick()) {
+  Store store = Store::open(db);
+  WorkerProcess worker(0);
+  const CompileCache cache(CompileCache::default_dir());
+  std::ostringstream log;
+  SweepRun r;
+  r.summary = run_sweep(f, p, store, worker, cache, o, log);
+  r.results = store.results(r.summary.sweep_id);
+  return r;
+}
+
+}  // namespace
+
+// Every runnable configuration of every built-in family is correct at sizes that are not tile multiples and
+// at sizes smaller than one tile, checked against the float64 reference with poisoned outputs.
+TEST(Gpu, EveryConfigurationIsCorrectOnAwkwardSizes) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  struct Case {
+    std::string family;
+    std::vector<std::int64_t> dims;
+    std::map<std::string, std::int64_t> args;
+  } cases[] = {
+      {"gemm_naive", {37, 53, 29}, {}},       {"gemm_naive", {3, 5, 2}, {}},        {"gemm_tiled", {37, 53, 29}, {}},
+      {"gemm_tiled", {3, 5, 2}, {}},          {"gemm_tiled", {129, 67, 250}, {}},   {"conv1d_naive", {1000}, {{"mask_width", 5}}},
+      {"conv1d_naive", {7}, {{"mask_width", 63}}}, {"conv1d_tiled", {1000}, {{"mask_width", 5}}},
+      {"conv1d_tiled", {100003}, {{"mask_width", 31}}}, {"conv1d_tiled", {7}, {{"mask_width", 63}}},
+      {"conv1d_tiled", {33}, {{"mask_width", 1}}},
+  };
+  for (const auto& c : cases) {
+    const KernelFamily& f = find_family(fams, c.family);
+    const ProblemKey p = f.make_problem(c.dims, c.args);
+    const SweepRun r = sweep(f, p, dir.path / "t.db");
+    int ok = 0;
+    for (const auto& x : r.results) {
+      const auto& rec = x.record;
+      if (rec.outcome == Outcome::ok) {
+        ++ok;
+        ASSERT_TRUE(rec.error.has_value());
+        EXPECT_LE(*rec.error, f.reference.tolerance);
+        EXPECT_GT(*rec.median_ms, 0);
+      } else {
+        EXPECT_EQ(rec.outcome, Outcome::pruned) << c.family << " " << p.size_text() << " " << params_to_text(rec.params) << ": "
+                                                << to_string(rec.outcome) << ": " << rec.reason;
+      }
+    }
+    EXPECT_GT(ok, 0) << c.family << " " << p.size_text();
+  }
+}
+
+// A configuration that writes out of bounds breaks only the worker; one that leaves outputs unwritten is a
+// wrong result. The sweep goes on and the correct configurations are measured.
+TEST(Gpu, CrashIsolation) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  const KernelFamily& f = find_family(fams, "oob_write");
+  const SweepRun r = sweep(f, f.make_problem({64, 48, 32}, {}), dir.path / "t.db");
+  for (const auto& x : r.results) {
+    const auto mode = x.record.params.at("MODE");
+    if (mode == 0) EXPECT_EQ(x.record.outcome, Outcome::ok) << x.record.reason;
+    if (mode == 1) {
+      EXPECT_EQ(x.record.outcome, Outcome::runtime_failed);
+      EXPECT_NE(x.record.reason.find("cudaErrorIllegalAddress"), std::string::npos) << x.record.reason;
+    }
+    if (mode == 2) {
+      EXPECT_EQ(x.record.outcome, Outcome::wrong_result);
+      EXPECT_NE(x.record.reason.find("not written"), std::string::npos) << x.record.reason;
+    }
+  }
+  EXPECT_EQ(r.results.size(), 6u);
+  EXPECT_GE(r.summary.worker_restarts, 1);
+  ASSERT_TRUE(r.summary.best.has_value());
+  EXPECT_EQ(r.summary.best->record.params.at("MODE"), 0);
+}
+
+TEST(Gpu, HangIsolation) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  const KernelFamily& f = find_family(fams, "spin_forever");
+  SweepOptions o = quick();
+  o.timeout_s = 5;
+  const SweepRun r = sweep(f, f.make_problem({64, 48, 32}, {}), dir.path / "t.db", o);
+  ASSERT_EQ(r.results.size(), 4u);
+  for (const auto& x : r.results) {
+    if (x.record.params.at("SPIN") == 1) {
+      EXPECT_EQ(x.record.outcome, Outcome::timeout);
+      EXPECT_NE(x.record.reason.find("no result within 5 s"), std::string::npos) << x.record.reason;
+    } else {
+      EXPECT_EQ(x.record.outcome, Outcome::ok) << x.record.reason;
+    }
+  }
+}
+
+// kill -9 in the middle of a sweep, then --resume: only what is missing is measured, and the database is
+// intact. Runs the tiletune command, as a user would.
+TEST(Gpu, ResumeAfterKill9) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto bin = tiletune::test::tiletune_binary();
+  ASSERT_FALSE(bin.empty());
+  const std::string db = (dir.path / "r.db").string();
+  const std::string args = " sweep --family gemm_tiled --size 300x200x100 --min-reps 2 --max-reps 3 --rep-budget-ms 5 --db " + db;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string log = (dir.path / "first.log").string();
+    execl("/bin/sh", "sh", "-c", (std::string("exec '") + bin.string() + "'" + args + " >" + log + " 2>&1").c_str(), nullptr);
+    _exit(127);
+  }
+  // Wait until some results are stored, then kill it hard.
+  std::int64_t stored = 0;
+  for (int i = 0; i < 600 && stored < 615; ++i) {
+    usleep(100000);
+    try {
+      Store s = Store::open(db, Store::Mode::read_only);
+      const auto sweeps = s.sweeps("gemm_tiled");
+      stored = sweeps.empty() ? 0 : static_cast<std::int64_t>(s.stored_param_keys(sweeps.front().id).size());
+    } catch (const std::exception&) {
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_GE(stored, 615) << "the first sweep stored too little before the kill";
+  std::size_t before = 0;
+  {
+    Store s = Store::open(db, Store::Mode::read_only);
+    EXPECT_TRUE(s.integrity_ok());
+    const auto sweeps = s.sweeps("gemm_tiled");
+    ASSERT_EQ(sweeps.size(), 1u);
+    EXPECT_EQ(sweeps.front().status, "running");
+    before = s.stored_param_keys(sweeps.front().id).size();
+    ASSERT_LT(before, 729u) << "the sweep finished before it was killed";
+  }
+  const std::string log2 = (dir.path / "second.log").string();
+  ASSERT_EQ(std::system(("'" + bin.string() + "'" + args + " --resume >" + log2 + " 2>&1").c_str()), 0);
+  Store s = Store::open(db, Store::Mode::read_only);
+  EXPECT_TRUE(s.integrity_ok());
+  const auto sweeps = s.sweeps("gemm_tiled");
+  ASSERT_EQ(sweeps.size(), 1u) << "resume continues the same sweep";
+  EXPECT_EQ(sweeps.front().status, "done");
+  EXPECT_EQ(s.stored_param_keys(sweeps.front().id).size(), 729u);
+  std::ifstream in(log2);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("resuming sweep"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find(std::to_string(before) + " configurations already stored"), std::string::npos) << text.str();
+}
+
+TEST(Gpu, ResumeRefusesAnotherTemplate) {
+  REQUIRE_GPU();
+  TempDir dir;
+  auto fams = all_families();
+  KernelFamily f = find_family(fams, "gemm_naive");
+  const ProblemKey p = f.make_problem({64, 64, 64}, {});
+  {
+    Store store = Store::open(dir.path / "t.db");
+    WorkerProcess worker(0);
+    SweepSpec spec;
+    spec.family = f.name;
+    spec.template_hash = "0000000000000000";
+    spec.space_hash = f.space_hash();
+    spec.device = worker_device(worker).record();
+    spec.problem = p;
+    store.begin_sweep(spec);
+  }
+  SweepOptions o = quick();
+  o.resume = true;
+  try {
+    sweep(f, p, dir.path / "t.db", o);
+    FAIL() << "resume against another template hash must refuse";
+  } catch (const SweepError& e) {
+    EXPECT_NE(std::string(e.what()).find("the template of gemm_naive changed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Gpu, BenchComparesWithCublasAndNaive) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  const KernelFamily& f = find_family(fams, "gemm_tiled");
+  const ProblemKey p = f.make_problem({512, 384, 256}, {});
+  sweep(f, p, dir.path / "t.db");
+  Store store = Store::open(dir.path / "t.db", Store::Mode::read_only);
+  WorkerProcess worker(0);
+  MeasureSettings m;
+  m.min_reps = 3;
+  m.max_reps = 5;
+  std::ostringstream log;
+  const auto rows = run_bench(fams, f, p, store, worker, CompileCache(CompileCache::default_dir()), m, log);
+  ASSERT_EQ(rows.size(), 2u) << log.str();
+  EXPECT_EQ(rows[0].baseline, "cublas_sgemm");
+  EXPECT_EQ(rows[1].baseline, "gemm_naive");
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.config_source, "tuned");
+    EXPECT_GT(r.ratio, 0);
+    EXPECT_LE(r.ratio_low, r.ratio);
+    EXPECT_GE(r.ratio_high, r.ratio);
+  }
+}

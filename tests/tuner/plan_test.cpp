@@ -1,0 +1,151 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "../test_paths.hpp"
+#include "tiletune/plan.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+const std::vector<KernelFamily>& builtin() {
+  static const auto fams = load_families({tiletune::test::templates_dir()});
+  return fams;
+}
+
+}  // namespace
+
+// The expected counts are derived here from the kernel's definition, independently of the planner:
+// TILE_K must equal TILE_WIDTH or BLOCK_Y, and a block has TILE_WIDTH x BLOCK_Y threads (at most 1024).
+TEST(Plan, GemmTiledOnH100PrunesExactlyTheImpossibleConfigurations) {
+  const auto& f = find_family(builtin(), "gemm_tiled");
+  const DeviceLimits h100 = load_profile("h100");
+  const ProblemKey p = f.make_problem({1000, 1000, 1000}, {});
+  const std::vector<int> v = {4, 8, 12, 16, 20, 24, 32, 48, 64};
+  int constraint = 0, threads = 0, runnable = 0;
+  for (int tw : v)
+    for (int by : v)
+      for (int tk : v) {
+        if (tk != tw && tk != by) ++constraint;
+        else if (tw * by > 1024) ++threads;
+        else ++runnable;
+      }
+  ASSERT_EQ(constraint + threads + runnable, 729);
+  CompileCache no_cache{""};
+  PlanOptions o;
+  o.compile = false;
+  const Plan plan = make_plan(f, h100, p, no_cache, o);
+  ASSERT_EQ(plan.configs.size(), 729u);
+  EXPECT_EQ(plan.count(Outcome::ok), static_cast<std::size_t>(runnable));
+  EXPECT_EQ(plan.count(Outcome::pruned), static_cast<std::size_t>(constraint + threads));
+  int seen_constraint = 0, seen_threads = 0;
+  for (const auto& c : plan.configs) {
+    if (c.outcome != Outcome::pruned) continue;
+    if (c.reason == "constraint: TILE_K must equal TILE_WIDTH or BLOCK_Y") ++seen_constraint;
+    else if (c.reason.rfind("threads: ", 0) == 0) {
+      ++seen_threads;
+      EXPECT_GT(c.params.at("TILE_WIDTH") * c.params.at("BLOCK_Y"), 1024) << c.reason;
+    } else ADD_FAILURE() << "unexpected reason " << c.reason;
+  }
+  EXPECT_EQ(seen_constraint, constraint);
+  EXPECT_EQ(seen_threads, threads);
+  // The seed's configurations over 1024 threads stay in the space, pruned with their reason.
+  for (const auto& c : plan.configs)
+    if (c.params == Params{{"BLOCK_Y", 48}, {"TILE_K", 48}, {"TILE_WIDTH", 48}})
+      EXPECT_EQ(c.reason, "threads: 2304 per block > 1024");
+}
+
+TEST(Plan, SharedMemoryIsCheckedAgainstTheOptInLimit) {
+  const auto& f = find_family(builtin(), "conv1d_tiled");
+  DeviceLimits small = load_profile("h100");
+  small.shared_per_block_optin = 2048;  // a made-up device with little shared memory
+  const ProblemKey p = f.make_problem({1 << 20}, {{"mask_width", 63}});
+  const auto c = prune_before_compile(f, small, p, {{"BLOCK_SIZE", 1024}, {"LOAD_STRATEGY", 1}});
+  EXPECT_EQ(c.outcome, Outcome::pruned);
+  EXPECT_EQ(c.reason, "shared memory: 4344 B per block > 2 KB opt-in maximum");
+  const auto ok = prune_before_compile(f, small, p, {{"BLOCK_SIZE", 256}, {"LOAD_STRATEGY", 1}});
+  EXPECT_EQ(ok.outcome, Outcome::ok) << ok.reason;
+  EXPECT_EQ(ok.launch.dynamic_smem, 4 * (256 + 62));
+  EXPECT_EQ(ok.launch.grid[0], (1 << 20) / 256);
+}
+
+TEST(Plan, ProblemArgumentsEnterConstraints) {
+  const auto& f = find_family(builtin(), "conv1d_tiled");
+  const DeviceLimits h100 = load_profile("h100");
+  // Edge-thread halo loading needs r = mask_width / 2 <= BLOCK_SIZE; a 16-thread block fails it at mask 63.
+  const ProblemKey wide = f.make_problem({1000}, {{"mask_width", 63}});
+  const ProblemKey narrow = f.make_problem({1000}, {{"mask_width", 31}});
+  const auto edge = prune_before_compile(f, h100, wide, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 0}});
+  EXPECT_EQ(edge.outcome, Outcome::pruned);
+  EXPECT_EQ(edge.reason, "constraint: edge-thread halo loading needs mask_width / 2 <= BLOCK_SIZE");
+  EXPECT_EQ(prune_before_compile(f, h100, wide, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 1}}).outcome, Outcome::ok);
+  EXPECT_EQ(prune_before_compile(f, h100, narrow, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 0}}).outcome, Outcome::ok);
+}
+
+// Every runnable configuration of every built-in family compiles with NVRTC for sm_80 and sm_90, and a
+// second plan takes every one of them from the cache.
+TEST(Plan, EveryConfigurationCompilesForSm80AndSm90) {
+  test::TempDir cache_dir;
+  const CompileCache cache(cache_dir.path);
+  const int jobs = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  for (const char* profile : {"a100", "h100"}) {
+    const DeviceLimits device = load_profile(profile);
+    for (const auto& f : builtin()) {
+      const ProblemKey p = f.make_problem(parse_size_text(f.default_sizes.front()), {});
+      PlanOptions o;
+      o.jobs = jobs;
+      const Plan plan = make_plan(f, device, p, cache, o);
+      EXPECT_GT(plan.count(Outcome::ok), 0u) << f.name << " on " << profile;
+      for (const auto& c : plan.configs) {
+        EXPECT_NE(c.outcome, Outcome::compile_failed) << f.name << " " << params_to_text(c.params) << ": " << c.reason;
+        if (c.outcome == Outcome::ok) {
+          EXPECT_TRUE(c.compiled);
+          if (c.usage.registers <= 0) {
+            const auto log = compile(compile_job(f, device, c.params));
+            ADD_FAILURE() << f.name << " " << params_to_text(c.params) << " on " << profile << ": no register count in the NVRTC log:\n"
+                          << (std::holds_alternative<CompiledKernel>(log) ? std::get<CompiledKernel>(log).log : std::get<CompileError>(log).log);
+            return;
+          }
+          EXPECT_GT(c.occupancy.active_blocks, 0);
+        }
+      }
+      EXPECT_EQ(plan.compile_stats.from_cache, 0) << "the cache was empty";
+      const Plan again = make_plan(f, device, p, cache, o);
+      EXPECT_EQ(again.compile_stats.compiled, 0) << f.name;
+      EXPECT_EQ(again.compile_stats.from_cache, plan.compile_stats.jobs) << f.name;
+      for (std::size_t i = 0; i < plan.configs.size(); ++i) {
+        EXPECT_EQ(again.configs[i].usage.registers, plan.configs[i].usage.registers);
+        EXPECT_EQ(again.configs[i].outcome, plan.configs[i].outcome);
+      }
+    }
+  }
+}
+
+TEST(Plan, CompileErrorsCarryTheFullLog) {
+  CompileJob job{"extern \"C\" __global__ void k(float* p) { p[0] = undeclared_name; }\n", "k.cu", "k", "sm_90", {}};
+  const CompileResult r = compile(job);
+  ASSERT_TRUE(std::holds_alternative<CompileError>(r));
+  EXPECT_NE(std::get<CompileError>(r).log.find("undeclared_name"), std::string::npos);
+  PlannedConfig c;
+  apply_compile_result(c, r, load_profile("h100"));
+  EXPECT_EQ(c.outcome, Outcome::compile_failed);
+  EXPECT_NE(c.reason.find("k.cu"), std::string::npos);
+}
+
+TEST(Plan, ThreadsAndProcessesGiveTheSameResults) {
+  const auto& f = find_family(builtin(), "conv1d_tiled");
+  const DeviceLimits device = load_profile("h100");
+  std::vector<CompileJob> jobs;
+  for (const auto& params : enumerate_space(f)) jobs.push_back(compile_job(f, device, params));
+  jobs.resize(6);
+  test::TempDir a, b;
+  const auto by_process = compile_all(jobs, CompileCache(a.path), 2, ParallelMode::processes);
+  const auto by_thread = compile_all(jobs, CompileCache(b.path), 2, ParallelMode::threads);
+  ASSERT_EQ(by_process.size(), jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(std::holds_alternative<CompiledKernel>(by_process[i]));
+    ASSERT_TRUE(std::holds_alternative<CompiledKernel>(by_thread[i]));
+    EXPECT_EQ(std::get<CompiledKernel>(by_process[i]).cubin, std::get<CompiledKernel>(by_thread[i]).cubin);
+  }
+}

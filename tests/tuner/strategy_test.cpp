@@ -1,0 +1,62 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "../test_paths.hpp"
+#include "tiletune/plan.hpp"
+#include "tiletune/strategy.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+// A made-up landscape over gemm_tiled's space with one best point, to drive strategies without a GPU.
+double cost(const Params& p) {
+  return 1.0 + std::abs(std::log2(static_cast<double>(p.at("TILE_WIDTH")) / 32)) + std::abs(std::log2(static_cast<double>(p.at("BLOCK_Y")) / 8)) +
+         0.5 * std::abs(std::log2(static_cast<double>(p.at("TILE_K")) / 32));
+}
+
+std::pair<double, std::size_t> run(const std::string& name, std::size_t budget) {
+  const auto fams = load_families({tiletune::test::templates_dir()});
+  const auto& f = find_family(fams, "gemm_tiled");
+  std::vector<Params> candidates;
+  const DeviceLimits h100 = load_profile("h100");
+  for (const auto& p : enumerate_space(f))
+    if (prune_before_compile(f, h100, f.make_problem({1000, 1000, 1000}, {}), p).outcome == Outcome::ok) candidates.push_back(p);
+  auto s = make_strategy(name, f, candidates, budget, 7);
+  std::vector<std::optional<double>> times(candidates.size());
+  std::set<std::size_t> seen;
+  double best = std::numeric_limits<double>::infinity();
+  while (auto i = s->next(times)) {
+    EXPECT_TRUE(seen.insert(*i).second) << name << " measured a candidate twice";
+    times[*i] = cost(candidates[*i]);
+    best = std::min(best, *times[*i]);
+  }
+  return {best, seen.size()};
+}
+
+}  // namespace
+
+TEST(Strategy, BruteForceMeasuresEverythingOnce) {
+  const auto [best, n] = run("brute_force", 0);
+  EXPECT_EQ(n, 127u);
+  EXPECT_DOUBLE_EQ(best, 1.0);
+}
+
+TEST(Strategy, BudgetsAreRespected) {
+  EXPECT_EQ(run("random", 20).second, 20u);
+  EXPECT_EQ(run("annealing", 20).second, 20u);
+  EXPECT_EQ(run("brute_force", 5).second, 5u);
+}
+
+TEST(Strategy, AnnealingFindsTheOptimumOfASmoothLandscapeWithinHalfTheSpace) {
+  const auto [best, n] = run("annealing", 60);
+  EXPECT_LE(n, 60u);
+  EXPECT_DOUBLE_EQ(best, 1.0);
+}
+
+TEST(Strategy, UnknownNameIsRejected) {
+  EXPECT_THROW(make_strategy("genetic", KernelFamily{}, {}, 0, 0), std::invalid_argument);
+}

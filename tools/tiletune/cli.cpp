@@ -1,0 +1,141 @@
+#include "cli.hpp"
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace tiletune::cli {
+
+void add_common(po::options_description& desc, Common& c, bool with_profile, bool with_gpu) {
+  desc.add_options()
+      ("family,f", po::value(&c.family), "kernel family (see 'tiletune plan --help' for the built-in ones)")
+      ("size,s", po::value(&c.size), "problem size: MxNxK for GEMM, n for conv1d, HxW for conv2d (2^28 allowed)")
+      ("arg,a", po::value(&c.args)->composing(), "problem argument NAME=VALUE, e.g. mask_width=5 (repeatable)")
+      ("db", po::value(&c.db)->default_value(c.db), "SQLite database")
+      ("templates", po::value(&c.templates)->composing(), "extra folder of kernel families (repeatable)");
+  if (with_profile)
+    desc.add_options()("device-profile", po::value(&c.device_profile),
+                       "plan for a built-in profile (h100, h200, a100, l40s, rtx4090) or a JSON file");
+  if (with_gpu) desc.add_options()("gpu", po::value(&c.gpu)->default_value(0), "CUDA device index");
+}
+
+bool parse(const std::string& command, const std::string& synopsis, po::options_description& desc,
+           const std::vector<std::string>& argv, po::positional_options_description* positional) {
+  desc.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  try {
+    auto parser = po::command_line_parser(argv).options(desc);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: tiletune " << command << " [options]\n" << synopsis << "\n\n" << desc << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(command + ": " + e.what() + " (see 'tiletune " + command + " --help')");
+  }
+  return true;
+}
+
+std::vector<KernelFamily> families(const Common& c) {
+  std::vector<std::filesystem::path> roots = {builtin_templates_dir()};
+  for (const auto& t : c.templates) roots.emplace_back(t);
+  return load_families(roots);
+}
+
+std::vector<std::int64_t> parse_size(const std::string& text) {
+  std::string plain;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    if (const auto caret = part.find('^'); caret != std::string::npos) {
+      try {
+        const long long base = std::stoll(part.substr(0, caret)), exp = std::stoll(part.substr(caret + 1));
+        if (base < 1 || exp < 0 || exp > 62) throw std::invalid_argument("range");
+        long long v = 1;
+        for (long long i = 0; i < exp; ++i)
+          if (__builtin_mul_overflow(v, base, &v)) throw std::invalid_argument("overflow");
+        part = std::to_string(v);
+      } catch (const std::exception&) {
+        throw UsageError("bad size '" + text + "': '" + part + "' is not a power like 2^28");
+      }
+    }
+    plain += (plain.empty() ? "" : "x") + part;
+  }
+  try {
+    return parse_size_text(plain);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+std::map<std::string, std::int64_t> parse_args(const std::vector<std::string>& args) {
+  std::string joined;
+  for (const auto& a : args) joined += (joined.empty() ? "" : ",") + a;
+  try {
+    return parse_args_text(joined);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+ProblemKey problem_for(const KernelFamily& family, const Common& c) {
+  std::string size = c.size;
+  if (size.empty()) {
+    if (family.default_sizes.empty()) throw UsageError(family.name + " has no default size: give --size");
+    size = family.default_sizes.front();
+  }
+  return family.make_problem(parse_size(size), parse_args(c.args));
+}
+
+std::string problem_text(const ProblemKey& p) { return p.size_text() + (p.args.empty() ? "" : " " + p.args_text()); }
+
+DeviceLimits device_for_plan(const Common& c, std::string* note) {
+  if (!c.device_profile.empty()) {
+    DeviceLimits d = load_profile(c.device_profile);
+    *note = "planning for the " + d.name + " profile";
+    return d;
+  }
+  std::string why;
+  auto present = present_devices(&why);
+  for (auto& d : present)
+    if (d.ordinal == c.gpu) {
+      *note = "planning for GPU " + std::to_string(c.gpu) + ": " + d.name;
+      return d;
+    }
+  DeviceLimits d = load_profile("h100");
+  *note = (why.empty() ? "GPU " + std::to_string(c.gpu) + " not found" : why) + "; planning for the " + d.name + " profile";
+  return d;
+}
+
+void print_table(std::ostream& out, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s;
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      const std::string cell = i < r.size() ? r[i] : "";
+      s += cell + (i + 1 < header.size() ? std::string(width[i] - cell.size() + 2, ' ') : "");
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << "\n";
+  };
+  line(header);
+  std::vector<std::string> rule;
+  for (auto w : width) rule.push_back(std::string(w, '-'));
+  line(rule);
+  for (const auto& r : rows) line(r);
+}
+
+std::string fmt(double value, int precision) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(precision) << value;
+  return out.str();
+}
+
+std::string fmt(const std::optional<double>& value, int precision) { return value ? fmt(*value, precision) : "-"; }
+
+}  // namespace tiletune::cli

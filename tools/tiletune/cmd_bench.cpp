@@ -1,0 +1,70 @@
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli.hpp"
+#include "tiletune/bench.hpp"
+
+namespace tiletune::cli {
+
+int cmd_bench(const std::vector<std::string>& argv) {
+  Common c;
+  MeasureSettings m;
+  m.min_reps = 20;
+  m.max_reps = 200;
+  m.budget_ms = 2000;
+  m.target_spread = 0.01;
+  std::string json_path, cache_dir = CompileCache::default_dir().string();
+  po::options_description desc("options");
+  add_common(desc, c, false, true);
+  desc.add_options()
+      ("json", po::value(&json_path), "write the results as JSON to this file, merged with what it holds")
+      ("cache", po::value(&cache_dir)->default_value(cache_dir), "compile cache folder")
+      ("min-reps", po::value(&m.min_reps)->default_value(m.min_reps), "timed runs at least")
+      ("max-reps", po::value(&m.max_reps)->default_value(m.max_reps), "timed runs at most")
+      ("rep-budget-ms", po::value(&m.budget_ms)->default_value(m.budget_ms), "time budget for each kernel's runs");
+  if (!parse("bench",
+             "Runs the best stored configuration of a family beside its baselines in one process: GEMM against\n"
+             "cuBLAS SGEMM and gemm_naive, convolutions against the device-to-device copy and their naive kernel.\n"
+             "Ratios are baseline time / our time (above 1: faster than the baseline), with the range from the\n"
+             "quartiles of both.",
+             desc, argv))
+    return 0;
+  if (c.family.empty()) throw UsageError("bench: give --family");
+  const auto fams = families(c);
+  const KernelFamily& family = find_family(fams, c.family);
+  const ProblemKey problem = problem_for(family, c);
+  CompileCache cache(cache_dir);
+  if (!cache.enabled()) cache = CompileCache(std::filesystem::temp_directory_path() / "tiletune-bench-cache");
+  WorkerProcess worker(c.gpu);
+  const DeviceLimits device = worker_device(worker);
+  const Store store = Store::open(c.db, Store::Mode::read_only);
+  const auto rows = run_bench(fams, family, problem, store, worker, cache, m, std::cerr);
+  std::vector<std::vector<std::string>> table;
+  for (const auto& r : rows)
+    table.push_back({r.family, problem_text(r.problem), params_to_text(r.config) + (r.config_source == "default" ? " (default)" : ""),
+                     fmt(r.time.median_ms, 4) + " ±" + fmt(100 * r.time.spread, 1) + "%", fmt(r.metric, 1) + " " + r.metric_unit,
+                     r.baseline, fmt(r.baseline_time.median_ms, 4) + " ±" + fmt(100 * r.baseline_time.spread, 1) + "%",
+                     fmt(r.ratio, 3) + " [" + fmt(r.ratio_low, 3) + ", " + fmt(r.ratio_high, 3) + "]"});
+  std::cout << device.name << "\n";
+  print_table(std::cout, {"family", "problem", "config", "median ms", "metric", "baseline", "baseline ms", "ratio [range]"}, table);
+  if (!json_path.empty()) {
+    nlohmann::json doc = bench_json(rows, device);
+    std::ifstream in(json_path);
+    if (in) {
+      try {
+        doc = merge_bench_json(nlohmann::json::parse(in), doc);
+      } catch (const nlohmann::json::exception&) {
+        throw std::runtime_error(json_path + " exists but is not a bench JSON file; not overwriting it");
+      }
+    }
+    std::ofstream out(json_path + ".tmp");
+    out << doc.dump(2) << "\n";
+    out.close();
+    std::filesystem::rename(json_path + ".tmp", json_path);
+    std::cerr << "wrote " << json_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace tiletune::cli

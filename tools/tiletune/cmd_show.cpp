@@ -1,0 +1,68 @@
+#include <iostream>
+
+#include "cli.hpp"
+#include "tiletune/store.hpp"
+
+namespace tiletune::cli {
+
+int cmd_show(const std::vector<std::string>& argv) {
+  Common c;
+  std::int64_t sweep_id = 0;
+  int limit = 20;
+  std::string device;
+  po::options_description desc("options");
+  add_common(desc, c, false, false);
+  desc.add_options()
+      ("sweep", po::value(&sweep_id), "sweep id (default: the newest matching --family/--size/--device)")
+      ("device", po::value(&device), "device name filter")
+      ("limit,n", po::value(&limit)->default_value(limit), "rows to show (0: all)")
+      ("list", "list the stored sweeps instead");
+  if (!parse("show", "Shows a sweep's results, fastest first, then the configurations that did not run and why.", desc, argv))
+    return 0;
+  po::variables_map vm;
+  po::store(po::command_line_parser(argv).options(desc).run(), vm);
+  Store store = Store::open(c.db, Store::Mode::read_only);
+  std::optional<ProblemKey> problem;
+  if (!c.size.empty()) problem = ProblemKey{parse_size(c.size), parse_args(c.args)};
+  if (vm.count("list")) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& s : store.sweeps(c.family, device, problem))
+      rows.push_back({std::to_string(s.id), s.kind, s.family, problem_text(s.problem), s.device.name, s.status,
+                      std::to_string(s.result_count), s.started_at});
+    print_table(std::cout, {"id", "kind", "family", "problem", "device", "status", "results", "started"}, rows);
+    return 0;
+  }
+  std::optional<SweepInfo> sweep;
+  if (sweep_id) sweep = store.sweep(sweep_id);
+  else {
+    auto all = store.sweeps(c.family, device, problem);
+    if (!all.empty()) sweep = all.front();
+  }
+  if (!sweep) throw std::runtime_error("no matching sweep in " + c.db + (sweep_id ? " (id " + std::to_string(sweep_id) + ")" : ""));
+  std::cout << "sweep " << sweep->id << " (" << sweep->kind << ", " << sweep->status << "): " << sweep->family << " at "
+            << problem_text(sweep->problem) << " on " << sweep->device.name << ", started " << sweep->started_at
+            << (sweep->ended_at.empty() ? "" : ", ended " + sweep->ended_at) << "\n\n";
+  const auto results = store.results(sweep->id);
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, int> counts;
+  int shown = 0;
+  for (const auto& r : results) {
+    const auto& x = r.record;
+    ++counts[std::string(to_string(x.outcome))];
+    if (limit && shown >= limit) continue;
+    if (x.outcome != Outcome::ok && shown > 0 && limit) continue;  // failures are counted below
+    ++shown;
+    rows.push_back({std::to_string(shown), params_to_text(x.params), std::string(to_string(x.outcome)), fmt(x.median_ms, 4),
+                    x.spread ? fmt(100 * *x.spread, 1) + "%" : "-", x.metric ? fmt(*x.metric, 1) + " " + x.metric_unit : "-",
+                    x.registers ? std::to_string(*x.registers) : "-",
+                    x.occupancy ? fmt(100 * *x.occupancy, 0) + "% " + x.occupancy_limiter : "-",
+                    x.outcome == Outcome::ok ? "" : x.reason.substr(0, x.reason.find('\n')).substr(0, 60)});
+  }
+  print_table(std::cout, {"#", "config", "outcome", "median ms", "spread", "metric", "regs", "occupancy", "reason"}, rows);
+  std::cout << "\n";
+  for (const auto& [k, n] : counts) std::cout << k << ": " << n << "  ";
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace tiletune::cli

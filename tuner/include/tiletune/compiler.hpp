@@ -1,0 +1,102 @@
+// NVRTC compilation to CUBIN for one architecture, with a persistent cache and parallel compilation in
+// worker processes (NVRTC does not scale across threads of one process).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tiletune {
+
+// What ptxas reports for the compiled kernel.
+struct ResourceUsage {
+  int registers = 0;
+  int static_smem = 0;   // bytes
+  int stack_bytes = 0;   // local memory stack frame per thread
+  int spill_stores = 0;  // bytes
+  int spill_loads = 0;
+  int barriers = 0;
+};
+
+struct CompileJob {
+  std::string source;   // full text, parameters already defined
+  std::string file_name;
+  std::string kernel;   // extern "C" name
+  std::string arch;     // "sm_90"
+  std::vector<std::string> options;
+};
+
+struct CompiledKernel {
+  std::string cubin;
+  std::string log;
+  ResourceUsage usage;
+  bool from_cache = false;
+};
+
+struct CompileError {
+  std::string log;  // the full NVRTC log, or the API error
+};
+
+using CompileResult = std::variant<CompiledKernel, CompileError>;
+
+// The NVRTC version as "13.0".
+std::string nvrtc_version();
+
+// Parses ptxas's "-v" lines for one kernel out of an NVRTC log.
+ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel);
+
+// Compiles in this process. Never throws on a compile error; the error carries the log.
+CompileResult compile(const CompileJob& job);
+
+class CompileCache {
+ public:
+  // An empty path disables the cache.
+  explicit CompileCache(std::filesystem::path dir);
+  static std::filesystem::path default_dir();  // $TILETUNE_CACHE, else $XDG_CACHE_HOME/tiletune, else ~/.cache/tiletune
+
+  std::string key(const CompileJob& job) const;
+  std::optional<CompileResult> load(const std::string& key) const;
+  void store(const std::string& key, const CompileResult& result) const;  // atomic; errors only warn
+  bool enabled() const { return !dir_.empty(); }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+enum class ParallelMode { processes, threads };
+
+struct CompileStats {
+  int jobs = 0, from_cache = 0, compiled = 0, failed = 0;
+  double seconds = 0;
+};
+
+// Compiles every job, `workers` at a time, through the cache. With processes, each child compiles its share
+// and writes the cache; the parent reads the results back (so processes need the cache enabled; without it
+// threads are used). Results are in job order.
+std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, const CompileCache& cache, int workers,
+                                       ParallelMode mode = ParallelMode::processes, CompileStats* stats = nullptr);
+
+// Starts compiling in child processes and returns at once, so that measuring can overlap compiling.
+// get(i) waits for job i only.
+class BackgroundCompiler {
+ public:
+  BackgroundCompiler(std::vector<CompileJob> jobs, const CompileCache& cache, int workers);
+  ~BackgroundCompiler();
+  BackgroundCompiler(const BackgroundCompiler&) = delete;
+  BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
+  // Waits for a child to compile job `index`; with wait_for_children false, a job not compiled yet is
+  // compiled here at once (for strategies whose order is not known ahead).
+  CompileResult get(std::size_t index, bool wait_for_children = true);
+
+ private:
+  std::vector<CompileJob> jobs_;
+  std::vector<std::string> keys_;
+  const CompileCache& cache_;
+  std::vector<int> children_;  // pids
+  int workers_ = 1;
+};
+
+}  // namespace tiletune

@@ -1,0 +1,73 @@
+// A sweep: plan a family for one problem on the GPU in hand, measure what can run in the worker process,
+// and store every outcome as it happens (so an interrupted sweep can resume).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "tiletune/compiler.hpp"
+#include "tiletune/device.hpp"
+#include "tiletune/family.hpp"
+#include "tiletune/plan.hpp"
+#include "tiletune/store.hpp"
+#include "tiletune/worker.hpp"
+
+namespace tiletune {
+
+class SweepError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MeasureSettings {
+  int min_reps = 5;
+  int max_reps = 50;
+  double budget_ms = 300;       // per configuration, for the timed repetitions
+  double target_spread = 0.02;  // stop repeating once (p75 - p25) / median is below this
+  std::uint64_t seed = 20261122;
+};
+
+struct SweepOptions {
+  bool resume = false;
+  std::string strategy = "brute_force";
+  std::size_t budget = 0;       // configurations to measure; 0: all
+  double time_limit_s = 0;      // 0: none
+  double timeout_s = 0;         // per configuration; 0: derived from the best time so far
+  int compile_jobs = 1;
+  MeasureSettings measure;
+  bool progress_line = false;   // a live line (terminal) instead of plain lines
+  int log_every = 0;            // plain mode: a line every N configurations (0: only failures and new bests)
+};
+
+struct SweepSummary {
+  std::int64_t sweep_id = 0;
+  std::map<Outcome, int> counts;
+  std::optional<StoredResult> best;
+  double seconds = 0;
+  double gpu_busy_seconds = 0;     // time the worker spent measuring
+  double compile_wait_seconds = 0; // time the sweep waited on NVRTC
+  int measured = 0, resumed_skipped = 0, worker_restarts = 0;
+  bool interrupted = false;
+};
+
+// Asks the worker for its device; throws SweepError "no CUDA GPU: ..." when there is none.
+DeviceLimits worker_device(WorkerProcess& worker);
+
+// The setup request the worker needs for (family, problem): buffers, constants, reference.
+nlohmann::json setup_request(const KernelFamily& family, const ProblemKey& problem, const MeasureSettings& settings);
+// The measure request for one compiled configuration.
+nlohmann::json measure_request(const KernelFamily& family, const ProblemKey& problem, const Params& params,
+                               const LaunchGeometry& launch, const std::string& cubin_path, const MeasureSettings& s);
+
+SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store, WorkerProcess& worker,
+                       const CompileCache& cache, const SweepOptions& options, std::ostream& out,
+                       const std::atomic<bool>* stop_requested = nullptr);
+
+// Fills the measured fields of a record from a worker reply.
+void apply_measurement(ResultRecord& record, const nlohmann::json& reply, double work, const std::string& unit);
+
+}  // namespace tiletune

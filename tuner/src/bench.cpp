@@ -1,0 +1,163 @@
+#include "tiletune/bench.hpp"
+
+#include <iomanip>
+
+#include "tiletune/plan.hpp"
+
+namespace tiletune {
+
+using nlohmann::json;
+
+namespace {
+
+Timing timing_from(const json& r) {
+  return Timing{r.at("median_ms").get<double>(), r.at("p25_ms").get<double>(), r.at("p75_ms").get<double>(),
+                r.at("spread").get<double>(), r.at("reps").get<int>()};
+}
+
+std::string problem_text(const ProblemKey& p) { return p.size_text() + (p.args.empty() ? "" : " " + p.args_text()); }
+
+struct Measured {
+  Params params;
+  std::string source;
+  Timing time;
+  json extra;
+};
+
+// Compiles and measures one configuration of a family in the worker; throws SweepError when it does not run.
+Measured measure_config(const KernelFamily& family, const ProblemKey& problem, const Params& params, const std::string& source,
+                        const DeviceLimits& device, WorkerProcess& worker, const CompileCache& cache,
+                        const MeasureSettings& settings) {
+  PlannedConfig c = prune_before_compile(family, device, problem, params);
+  if (c.outcome != Outcome::ok) throw SweepError(family.name + " (" + params_to_text(params) + ") cannot run: " + c.reason);
+  const CompileJob job = compile_job(family, device, params);
+  const std::string key = cache.key(job);
+  auto compiled = cache.load(key);
+  if (!compiled) {
+    compiled = compile(job);
+    cache.store(key, *compiled);
+  }
+  apply_compile_result(c, *compiled, device);
+  if (c.outcome != Outcome::ok) throw SweepError(family.name + " (" + params_to_text(params) + ") cannot run: " + c.reason);
+  const auto setup = worker.request(setup_request(family, problem, settings), 900);
+  if (setup.status != WorkerProcess::Reply::Status::ok || !setup.body.value("ok", false))
+    throw SweepError("worker setup for " + family.name + " failed: " + setup.body.value("error", setup.detail));
+  const auto reply = worker.request(
+      measure_request(family, problem, params, c.launch, (cache.dir() / (key + ".cubin")).string(), settings), 600);
+  if (reply.status != WorkerProcess::Reply::Status::ok || reply.body.value("outcome", "") != "ok")
+    throw SweepError(family.name + " (" + params_to_text(params) + ") failed: " +
+                     (reply.status == WorkerProcess::Reply::Status::ok ? reply.body.value("reason", reply.body.value("error", std::string("?")))
+                                                                       : reply.detail.empty() ? "timed out" : reply.detail));
+  json extra = {{"registers", c.usage.registers},        {"static_smem", c.usage.static_smem},
+                {"dynamic_smem", c.launch.dynamic_smem}, {"spill_bytes", c.usage.spill_stores + c.usage.spill_loads},
+                {"occupancy", c.occupancy.fraction},     {"occupancy_limiter", c.occupancy.limiter},
+                {"sm_clock_mhz", reply.body.value("sm_clock_mhz", 0.0)}, {"error", reply.body.value("error", 0.0)}};
+  return Measured{params, source, timing_from(reply.body), extra};
+}
+
+Measured best_or_default(const KernelFamily& family, const ProblemKey& problem, const DeviceLimits& device,
+                         const Store& store, WorkerProcess& worker, const CompileCache& cache, const MeasureSettings& s,
+                         std::ostream& log) {
+  if (auto best = store.best(family.name, device.name, problem))
+    return measure_config(family, problem, best->record.params, "tuned", device, worker, cache, s);
+  log << "note: no tuned " << family.name << " for " << problem_text(problem) << " on " << device.name
+      << "; using its default configuration\n";
+  return measure_config(family, problem, family.default_params(), "default", device, worker, cache, s);
+}
+
+BenchRow make_row(const KernelFamily& family, const ProblemKey& problem, const Measured& ours, double work,
+                  const std::string& baseline, const std::string& baseline_config, const Timing& base) {
+  BenchRow r;
+  r.family = family.name;
+  r.problem = problem;
+  r.config = ours.params;
+  r.config_source = ours.source;
+  r.time = ours.time;
+  r.metric = work / (ours.time.median_ms * 1e-3) / 1e9;
+  r.metric_unit = family.metric_unit;
+  r.baseline = baseline;
+  r.baseline_config = baseline_config;
+  r.baseline_time = base;
+  r.ratio = base.median_ms / ours.time.median_ms;
+  r.ratio_low = base.p25_ms / ours.time.p75_ms;
+  r.ratio_high = base.p75_ms / ours.time.p25_ms;
+  r.extra = ours.extra;
+  return r;
+}
+
+}  // namespace
+
+std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const KernelFamily& family,
+                                const ProblemKey& problem, const Store& store, WorkerProcess& worker,
+                                const CompileCache& cache, const MeasureSettings& settings, std::ostream& log) {
+  const DeviceLimits device = worker_device(worker);
+  const double work = static_cast<double>(family.metric_work.eval(family.vars(problem, {})));
+  std::vector<BenchRow> rows;
+  const Measured ours = best_or_default(family, problem, device, store, worker, cache, settings, log);
+
+  // The library baseline runs on the same buffers, right after our kernel.
+  const std::string lib = family.reference.kind == "gemm" ? "cublas" : "copy";
+  const auto reply = worker.request({{"op", "baseline"}, {"kind", lib}, {"min_reps", settings.min_reps}, {"max_reps", settings.max_reps},
+                                     {"budget_ms", settings.budget_ms}, {"target_spread", settings.target_spread}}, 600);
+  if (reply.status == WorkerProcess::Reply::Status::ok && reply.body.value("outcome", "") == "ok")
+    rows.push_back(make_row(family, problem, ours, work, lib == "cublas" ? "cublas_sgemm" : "d2d_copy", "", timing_from(reply.body)));
+  else
+    log << "warning: baseline " << lib << " failed: " << reply.body.value("reason", reply.detail) << "\n";
+
+  if (!family.baseline.empty()) {
+    const KernelFamily& base = find_family(families, family.baseline);
+    const Measured b = best_or_default(base, problem, device, store, worker, cache, settings, log);
+    rows.push_back(make_row(family, problem, ours, work, base.name, params_to_text(b.params) + " (" + b.source + ")", b.time));
+  }
+  return rows;
+}
+
+json bench_json(const std::vector<BenchRow>& rows, const DeviceLimits& device) {
+  json results = json::array();
+  for (const auto& r : rows) {
+    json problem = {{"size", r.problem.size_text()}};
+    for (const auto& [k, v] : r.problem.args) problem[k] = v;
+    results.push_back({{"family", r.family},
+                       {"problem", problem},
+                       {"config", r.config},
+                       {"config_source", r.config_source},
+                       {"median_ms", r.time.median_ms},
+                       {"p25_ms", r.time.p25_ms},
+                       {"p75_ms", r.time.p75_ms},
+                       {"spread", r.time.spread},
+                       {"reps", r.time.reps},
+                       {"metric", r.metric},
+                       {"metric_unit", r.metric_unit},
+                       {"baseline", r.baseline},
+                       {"baseline_config", r.baseline_config},
+                       {"baseline_median_ms", r.baseline_time.median_ms},
+                       {"baseline_spread", r.baseline_time.spread},
+                       {"ratio", r.ratio},
+                       {"ratio_low", r.ratio_low},
+                       {"ratio_high", r.ratio_high},
+                       {"resources", r.extra}});
+  }
+  return {{"schema_version", 1},
+          {"device", json::parse(device.to_json())},
+          {"tiletune", {{"version", TILETUNE_VERSION}, {"git_sha", TILETUNE_GIT_SHA}}},
+          {"results", results}};
+}
+
+json merge_bench_json(const json& existing, const json& fresh) {
+  json merged = fresh;
+  auto same = [](const json& a, const json& b) {
+    return a.at("family") == b.at("family") && a.at("problem") == b.at("problem") && a.at("baseline") == b.at("baseline");
+  };
+  json kept = json::array();
+  if (existing.is_object() && existing.contains("results"))
+    for (const auto& old : existing.at("results")) {
+      bool replaced = false;
+      for (const auto& r : fresh.at("results")) replaced = replaced || same(old, r);
+      if (!replaced) kept.push_back(old);
+    }
+  for (const auto& r : fresh.at("results")) kept.push_back(r);
+  merged["results"] = kept;
+  return merged;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,312 @@
+#include "tiletune/compiler.hpp"
+
+#include <nvrtc.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "tiletune/family.hpp"
+
+namespace tiletune {
+
+using nlohmann::json;
+
+namespace {
+
+// Owns one nvrtcProgram.
+class Program {
+ public:
+  explicit Program(nvrtcProgram p) : p_(p) {}
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  ~Program() {
+    if (p_) nvrtcDestroyProgram(&p_);
+  }
+  nvrtcProgram get() const { return p_; }
+
+ private:
+  nvrtcProgram p_ = nullptr;
+};
+
+#define TILETUNE_NVRTC_CHECK(call)                                                                          \
+  do {                                                                                                      \
+    const nvrtcResult nvrtc_status_ = (call);                                                               \
+    if (nvrtc_status_ != NVRTC_SUCCESS)                                                                     \
+      return CompileError{std::string(#call) + ": " + nvrtcGetErrorString(nvrtc_status_) + " (" __FILE__ ":" + \
+                          std::to_string(__LINE__) + ")"};                                                  \
+  } while (0)
+
+std::string program_log(nvrtcProgram p) {
+  std::size_t size = 0;
+  if (nvrtcGetProgramLogSize(p, &size) != NVRTC_SUCCESS || size == 0) return {};
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(p, log.data()) != NVRTC_SUCCESS) return {};
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+std::string read_file(const std::filesystem::path& path, bool* ok) {
+  std::ifstream in(path, std::ios::binary);
+  *ok = static_cast<bool>(in);
+  std::ostringstream out;
+  if (in) out << in.rdbuf();
+  return out.str();
+}
+
+bool write_atomic(const std::filesystem::path& path, const std::string& bytes) {
+  const auto tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return false;
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+}  // namespace
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel) {
+  ResourceUsage u;
+  const std::string marker = "Compiling entry function '" + kernel + "'";
+  std::size_t start = log.find(marker);
+  if (start == std::string::npos) start = 0;
+  std::size_t end = log.find("Compiling entry function", start + marker.size());
+  const std::string part = log.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  std::smatch m;
+  static const std::regex regs(R"(Used (\d+) registers)"), smem(R"((\d+) bytes smem)"),
+      stack(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)"),
+      barriers(R"(used (\d+) barriers)");
+  if (std::regex_search(part, m, regs)) u.registers = std::stoi(m[1]);
+  if (std::regex_search(part, m, smem)) u.static_smem = std::stoi(m[1]);
+  if (std::regex_search(part, m, stack)) {
+    u.stack_bytes = std::stoi(m[1]);
+    u.spill_stores = std::stoi(m[2]);
+    u.spill_loads = std::stoi(m[3]);
+  }
+  if (std::regex_search(part, m, barriers)) u.barriers = std::stoi(m[1]);
+  return u;
+}
+
+CompileResult compile(const CompileJob& job) {
+  nvrtcProgram raw = nullptr;
+  TILETUNE_NVRTC_CHECK(nvrtcCreateProgram(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
+  Program program(raw);
+  std::vector<std::string> options = {"--gpu-architecture=" + job.arch, "--ptxas-options=-v", "--std=c++17"};
+  options.insert(options.end(), job.options.begin(), job.options.end());
+  std::vector<const char*> argv;
+  for (const auto& o : options) argv.push_back(o.c_str());
+  const nvrtcResult status = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  std::string log = program_log(program.get());
+  if (status != NVRTC_SUCCESS)
+    return CompileError{log.empty() ? std::string(nvrtcGetErrorString(status)) : log};
+  std::size_t size = 0;
+  TILETUNE_NVRTC_CHECK(nvrtcGetCUBINSize(program.get(), &size));
+  CompiledKernel out;
+  out.cubin.resize(size);
+  TILETUNE_NVRTC_CHECK(nvrtcGetCUBIN(program.get(), out.cubin.data()));
+  out.usage = parse_ptxas_usage(log, job.kernel);
+  out.log = std::move(log);
+  return out;
+}
+
+CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {
+  if (dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec || access(dir_.c_str(), W_OK) != 0) {
+    std::cerr << "tiletune: warning: compile cache " << dir_.string() << " is not writable; compiling without it\n";
+    dir_.clear();
+  }
+}
+
+std::filesystem::path CompileCache::default_dir() {
+  if (const char* env = std::getenv("TILETUNE_CACHE"); env && *env) return env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "tiletune";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache/tiletune";
+  return std::filesystem::temp_directory_path() / "tiletune-cache";
+}
+
+std::string CompileCache::key(const CompileJob& job) const {
+  std::string text = job.source + '\0' + job.file_name + '\0' + job.kernel + '\0' + job.arch + '\0' + nvrtc_version();
+  for (const auto& o : job.options) text += '\0' + o;
+  return content_hash(text) + content_hash("tiletune-salt" + text);
+}
+
+std::optional<CompileResult> CompileCache::load(const std::string& key) const {
+  if (!enabled()) return std::nullopt;
+  bool ok = false;
+  const std::string meta_text = read_file(dir_ / (key + ".json"), &ok);
+  if (!ok) return std::nullopt;
+  try {
+    const json meta = json::parse(meta_text);
+    if (!meta.at("ok").get<bool>()) return CompileResult{CompileError{meta.at("log").get<std::string>()}};
+    CompiledKernel k;
+    k.cubin = read_file(dir_ / (key + ".cubin"), &ok);
+    if (!ok || k.cubin.empty()) return std::nullopt;
+    k.log = meta.at("log").get<std::string>();
+    const json& u = meta.at("usage");
+    k.usage = {u.at("registers"), u.at("static_smem"), u.at("stack_bytes"), u.at("spill_stores"), u.at("spill_loads"), u.at("barriers")};
+    k.from_cache = true;
+    return CompileResult{std::move(k)};
+  } catch (const json::exception&) {
+    return std::nullopt;  // a damaged entry is compiled again
+  }
+}
+
+void CompileCache::store(const std::string& key, const CompileResult& result) const {
+  if (!enabled()) return;
+  json meta;
+  if (const auto* k = std::get_if<CompiledKernel>(&result)) {
+    if (!write_atomic(dir_ / (key + ".cubin"), k->cubin)) return;
+    meta = {{"ok", true},
+            {"log", k->log},
+            {"usage",
+             {{"registers", k->usage.registers},
+              {"static_smem", k->usage.static_smem},
+              {"stack_bytes", k->usage.stack_bytes},
+              {"spill_stores", k->usage.spill_stores},
+              {"spill_loads", k->usage.spill_loads},
+              {"barriers", k->usage.barriers}}}};
+  } else {
+    meta = {{"ok", false}, {"log", std::get<CompileError>(result).log}};
+  }
+  if (!write_atomic(dir_ / (key + ".json"), meta.dump()))
+    std::cerr << "tiletune: warning: cannot write compile cache entry in " << dir_.string() << "\n";
+}
+
+namespace {
+
+// Children compile jobs i with i % workers == child, in order, and write the cache.
+std::vector<int> spawn_compilers(const std::vector<CompileJob>& jobs, const std::vector<std::size_t>& todo,
+                                 const std::vector<std::string>& keys, const CompileCache& cache, int workers) {
+  // One compile here first: NVRTC's one-time start-up then happens once, and every child inherits it.
+  static const bool warmed = [] {
+    compile(CompileJob{"extern \"C\" __global__ void tiletune_warm_up() {}\n", "warm_up.cu", "tiletune_warm_up", "sm_80", {}});
+    return true;
+  }();
+  (void)warmed;
+  std::vector<int> pids;
+  std::cout.flush();
+  std::cerr.flush();
+  for (int c = 0; c < workers; ++c) {
+    const pid_t pid = ::fork();
+    if (pid < 0) break;
+    if (pid == 0) {
+      for (std::size_t t = static_cast<std::size_t>(c); t < todo.size(); t += static_cast<std::size_t>(workers)) {
+        const std::size_t i = todo[t];
+        cache.store(keys[i], compile(jobs[i]));
+      }
+      ::_exit(0);
+    }
+    pids.push_back(pid);
+  }
+  return pids;
+}
+
+}  // namespace
+
+std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, const CompileCache& cache, int workers,
+                                       ParallelMode mode, CompileStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::optional<CompileResult>> results(jobs.size());
+  std::vector<std::string> keys(jobs.size());
+  std::vector<std::size_t> todo;
+  CompileStats s;
+  s.jobs = static_cast<int>(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    keys[i] = cache.key(jobs[i]);
+    results[i] = cache.load(keys[i]);
+    if (results[i]) ++s.from_cache;
+    else todo.push_back(i);
+  }
+  workers = std::max(1, std::min<int>(workers, static_cast<int>(todo.size())));
+  if (!todo.empty()) {
+    if (mode == ParallelMode::processes && cache.enabled() && workers > 1) {
+      for (int pid : spawn_compilers(jobs, todo, keys, cache, workers)) ::waitpid(pid, nullptr, 0);
+      for (std::size_t i : todo) results[i] = cache.load(keys[i]);
+    } else {
+      std::atomic<std::size_t> next{0};
+      auto work = [&] {
+        for (std::size_t t; (t = next.fetch_add(1)) < todo.size();) {
+          const std::size_t i = todo[t];
+          results[i] = compile(jobs[i]);
+          cache.store(keys[i], *results[i]);
+        }
+      };
+      std::vector<std::thread> threads;
+      for (int w = 1; w < workers; ++w) threads.emplace_back(work);
+      work();
+      for (auto& t : threads) t.join();
+    }
+  }
+  std::vector<CompileResult> out;
+  out.reserve(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!results[i]) results[i] = compile(jobs[i]);  // a child died before writing: compile here
+    if (std::holds_alternative<CompileError>(*results[i])) ++s.failed;
+    out.push_back(std::move(*results[i]));
+  }
+  s.compiled = static_cast<int>(todo.size());
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (stats) *stats = s;
+  return out;
+}
+
+BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const CompileCache& cache, int workers)
+    : jobs_(std::move(jobs)), cache_(cache), workers_(std::max(1, workers)) {
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    keys_.push_back(cache_.key(jobs_[i]));
+    if (cache_.enabled() && !std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) todo.push_back(i);
+  }
+  if (cache_.enabled() && !todo.empty())
+    children_ = spawn_compilers(jobs_, todo, keys_, cache_, std::min<int>(workers_, static_cast<int>(todo.size())));
+}
+
+BackgroundCompiler::~BackgroundCompiler() {
+  for (int pid : children_) {
+    if (pid <= 0) continue;
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+}
+
+CompileResult BackgroundCompiler::get(std::size_t index, bool wait_for_children) {
+  while (wait_for_children) {
+    if (auto hit = cache_.load(keys_[index])) return std::move(*hit);
+    bool any_alive = false;
+    for (int& pid : children_) {
+      if (pid <= 0) continue;
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) pid = -1;
+      else any_alive = true;
+    }
+    if (!any_alive) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (auto hit = cache_.load(keys_[index])) return std::move(*hit);
+  CompileResult r = compile(jobs_[index]);
+  cache_.store(keys_[index], r);
+  return r;
+}
+
+}  // namespace tiletune

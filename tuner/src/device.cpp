@@ -1,0 +1,272 @@
+#include "tiletune/device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <filesystem>
+
+namespace tiletune {
+
+using nlohmann::json;
+
+namespace {
+
+// Compute capability and memory figures from the vendor's tables (CUDA C Programming Guide, compute
+// capabilities table, and the product datasheets).
+DeviceLimits hopper(const std::string& profile, const std::string& name, long long l2, long long mem_gb, int mem_mhz) {
+  DeviceLimits d;
+  d.name = name;
+  d.profile = profile;
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.shared_per_sm = 233472;          // 228 KB
+  d.shared_per_block_optin = 232448; // 227 KB
+  d.reserved_shared_per_block = 1024;
+  d.l2_bytes = l2;
+  d.global_memory_bytes = mem_gb << 30;
+  d.clock_mhz = 1980;
+  d.memory_clock_mhz = mem_mhz;
+  d.memory_bus_bits = 5120;
+  return d;
+}
+
+DeviceLimits ada(const std::string& profile, const std::string& name, int sms, long long l2, long long mem_gb) {
+  DeviceLimits d;
+  d.name = name;
+  d.profile = profile;
+  d.cc_major = 8;
+  d.cc_minor = 9;
+  d.sm_count = sms;
+  d.max_threads_per_sm = 1536;
+  d.max_blocks_per_sm = 24;
+  d.shared_per_sm = 102400;          // 100 KB
+  d.shared_per_block_optin = 101376; // 99 KB
+  d.reserved_shared_per_block = 1024;
+  d.l2_bytes = l2;
+  d.global_memory_bytes = mem_gb << 30;
+  d.clock_mhz = 2520;
+  d.memory_bus_bits = 384;
+  return d;
+}
+
+std::map<std::string, DeviceLimits> builtin_profiles() {
+  std::map<std::string, DeviceLimits> p;
+  p["h100"] = hopper("h100", "NVIDIA H100 80GB HBM3", 50LL << 20, 80, 2619);
+  p["h200"] = hopper("h200", "NVIDIA H200", 60LL << 20, 141, 3201);
+  DeviceLimits a100;
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.profile = "a100";
+  a100.cc_major = 8;
+  a100.cc_minor = 0;
+  a100.sm_count = 108;
+  a100.shared_per_sm = 167936;           // 164 KB
+  a100.shared_per_block_optin = 166912;  // 163 KB
+  a100.reserved_shared_per_block = 1024;
+  a100.l2_bytes = 40LL << 20;
+  a100.global_memory_bytes = 80LL << 30;
+  a100.clock_mhz = 1410;
+  a100.memory_clock_mhz = 1593;
+  a100.memory_bus_bits = 5120;
+  p["a100"] = a100;
+  p["l40s"] = ada("l40s", "NVIDIA L40S", 142, 96LL << 20, 48);
+  p["rtx4090"] = ada("rtx4090", "NVIDIA GeForce RTX 4090", 128, 72LL << 20, 24);
+  for (auto& [key, d] : p) {
+    d.is_profile = true;
+    d.uuid = "profile:" + key;
+  }
+  return p;
+}
+
+template <typename T>
+void read_field(const json& j, const char* key, T& out) {
+  if (j.contains(key)) out = j.at(key).get<T>();
+}
+
+}  // namespace
+
+std::string DeviceLimits::to_json() const {
+  json j = {{"name", name},
+            {"uuid", uuid},
+            {"arch", arch()},
+            {"cc_major", cc_major},
+            {"cc_minor", cc_minor},
+            {"sm_count", sm_count},
+            {"warp_size", warp_size},
+            {"max_threads_per_block", max_threads_per_block},
+            {"max_block_dim", {max_block_dim[0], max_block_dim[1], max_block_dim[2]}},
+            {"max_grid_dim", {max_grid_dim[0], max_grid_dim[1], max_grid_dim[2]}},
+            {"max_threads_per_sm", max_threads_per_sm},
+            {"max_blocks_per_sm", max_blocks_per_sm},
+            {"regs_per_sm", regs_per_sm},
+            {"regs_per_block", regs_per_block},
+            {"shared_per_sm", shared_per_sm},
+            {"shared_per_block", shared_per_block},
+            {"shared_per_block_optin", shared_per_block_optin},
+            {"reserved_shared_per_block", reserved_shared_per_block},
+            {"l2_bytes", l2_bytes},
+            {"global_memory_bytes", global_memory_bytes},
+            {"clock_mhz", clock_mhz},
+            {"memory_clock_mhz", memory_clock_mhz},
+            {"memory_bus_bits", memory_bus_bits},
+            {"driver_version", driver_version},
+            {"runtime_version", runtime_version},
+            {"is_profile", is_profile}};
+  if (is_profile) j["profile"] = profile;
+  return j.dump();
+}
+
+DeviceRecord DeviceLimits::record() const {
+  return DeviceRecord{name, uuid, arch(), sm_count, is_profile, to_json()};
+}
+
+DeviceLimits device_from_json(const std::string& text) {
+  const json j = json::parse(text);
+  DeviceLimits d;
+  d.name = j.at("name");
+  d.uuid = j.at("uuid");
+  d.cc_major = j.at("cc_major");
+  d.cc_minor = j.at("cc_minor");
+  d.sm_count = j.at("sm_count");
+  d.warp_size = j.at("warp_size");
+  d.max_threads_per_block = j.at("max_threads_per_block");
+  for (int k = 0; k < 3; ++k) {
+    d.max_block_dim[k] = j.at("max_block_dim")[k];
+    d.max_grid_dim[k] = j.at("max_grid_dim")[k];
+  }
+  d.max_threads_per_sm = j.at("max_threads_per_sm");
+  d.max_blocks_per_sm = j.at("max_blocks_per_sm");
+  d.regs_per_sm = j.at("regs_per_sm");
+  d.regs_per_block = j.at("regs_per_block");
+  d.shared_per_sm = j.at("shared_per_sm");
+  d.shared_per_block = j.at("shared_per_block");
+  d.shared_per_block_optin = j.at("shared_per_block_optin");
+  d.reserved_shared_per_block = j.at("reserved_shared_per_block");
+  d.l2_bytes = j.at("l2_bytes");
+  d.global_memory_bytes = j.at("global_memory_bytes");
+  d.clock_mhz = j.at("clock_mhz");
+  d.memory_clock_mhz = j.at("memory_clock_mhz");
+  d.memory_bus_bits = j.at("memory_bus_bits");
+  d.driver_version = j.at("driver_version");
+  d.runtime_version = j.at("runtime_version");
+  d.is_profile = j.at("is_profile");
+  d.profile = j.value("profile", "");
+  return d;
+}
+
+std::vector<std::string> profile_names() {
+  std::vector<std::string> names;
+  for (const auto& [key, d] : builtin_profiles()) names.push_back(key);
+  return names;
+}
+
+DeviceLimits load_profile(const std::string& name_or_path) {
+  const auto profiles = builtin_profiles();
+  if (auto it = profiles.find(name_or_path); it != profiles.end()) return it->second;
+  std::ifstream in(name_or_path);
+  if (!in) {
+    std::string known;
+    for (const auto& [key, d] : profiles) known += (known.empty() ? "" : ", ") + key;
+    throw std::runtime_error("unknown device profile '" + name_or_path + "' (built-in: " + known + ", or a JSON file)");
+  }
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error("device profile " + name_or_path + ": not valid JSON");
+  }
+  // A file may start from a built-in profile and override fields.
+  DeviceLimits d;
+  if (j.contains("base")) d = load_profile(j.at("base").get<std::string>());
+  try {
+    read_field(j, "name", d.name);
+    read_field(j, "cc_major", d.cc_major);
+    read_field(j, "cc_minor", d.cc_minor);
+    read_field(j, "sm_count", d.sm_count);
+    read_field(j, "max_threads_per_block", d.max_threads_per_block);
+    read_field(j, "max_threads_per_sm", d.max_threads_per_sm);
+    read_field(j, "max_blocks_per_sm", d.max_blocks_per_sm);
+    read_field(j, "regs_per_sm", d.regs_per_sm);
+    read_field(j, "regs_per_block", d.regs_per_block);
+    read_field(j, "shared_per_sm", d.shared_per_sm);
+    read_field(j, "shared_per_block", d.shared_per_block);
+    read_field(j, "shared_per_block_optin", d.shared_per_block_optin);
+    read_field(j, "reserved_shared_per_block", d.reserved_shared_per_block);
+    read_field(j, "l2_bytes", d.l2_bytes);
+    read_field(j, "global_memory_bytes", d.global_memory_bytes);
+    read_field(j, "clock_mhz", d.clock_mhz);
+  } catch (const json::exception& e) {
+    throw std::runtime_error("device profile " + name_or_path + ": a field has the wrong type");
+  }
+  if (d.name.empty() || d.cc_major <= 0 || d.sm_count <= 0 || d.shared_per_sm <= 0)
+    throw std::runtime_error("device profile " + name_or_path + ": needs at least name, cc_major, cc_minor, sm_count, shared_per_sm");
+  if (d.shared_per_block_optin == 0) d.shared_per_block_optin = d.shared_per_block;
+  d.is_profile = true;
+  d.profile = std::filesystem::path(name_or_path).stem().string();
+  d.uuid = "profile:" + d.profile;
+  return d;
+}
+
+std::vector<DeviceLimits> present_devices(std::string* why) {
+  std::vector<DeviceLimits> out;
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    if (why) *why = std::string("no CUDA GPU: ") + (err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports none");
+    cudaGetLastError();
+    return out;
+  }
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    DeviceLimits d;
+    d.name = p.name;
+    char uuid[64];
+    const unsigned char* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+    std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+                  u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    d.uuid = uuid;
+    d.cc_major = p.major;
+    d.cc_minor = p.minor;
+    d.sm_count = p.multiProcessorCount;
+    d.warp_size = p.warpSize;
+    d.max_threads_per_block = p.maxThreadsPerBlock;
+    for (int k = 0; k < 3; ++k) {
+      d.max_block_dim[k] = p.maxThreadsDim[k];
+      d.max_grid_dim[k] = p.maxGridSize[k];
+    }
+    d.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+    d.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
+    d.regs_per_sm = p.regsPerMultiprocessor;
+    d.regs_per_block = p.regsPerBlock;
+    d.shared_per_sm = static_cast<long long>(p.sharedMemPerMultiprocessor);
+    d.shared_per_block = static_cast<long long>(p.sharedMemPerBlock);
+    d.shared_per_block_optin = static_cast<long long>(p.sharedMemPerBlockOptin);
+    d.reserved_shared_per_block = static_cast<long long>(p.reservedSharedMemPerBlock);
+    d.l2_bytes = p.l2CacheSize;
+    d.global_memory_bytes = static_cast<long long>(p.totalGlobalMem);
+    int clock_khz = 0, mem_khz = 0;
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, i);
+    cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, i);
+    d.clock_mhz = clock_khz / 1000;
+    d.memory_clock_mhz = mem_khz / 1000;
+    d.memory_bus_bits = p.memoryBusWidth;
+    d.driver_version = driver;
+    d.runtime_version = runtime;
+    d.ordinal = i;
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace tiletune

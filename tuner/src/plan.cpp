@@ -1,0 +1,161 @@
+#include "tiletune/plan.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace tiletune {
+
+namespace {
+
+std::string kb(long long bytes) {
+  std::ostringstream out;
+  if (bytes % 1024 == 0) out << bytes / 1024 << " KB";
+  else out << bytes << " B";
+  return out.str();
+}
+
+}  // namespace
+
+std::size_t Plan::count(Outcome outcome) const {
+  return static_cast<std::size_t>(
+      std::count_if(configs.begin(), configs.end(), [&](const PlannedConfig& c) { return c.outcome == outcome; }));
+}
+
+std::vector<Params> enumerate_space(const KernelFamily& family) {
+  std::vector<Params> out;
+  std::vector<std::size_t> index(family.parameters.size(), 0);
+  for (;;) {
+    Params p;
+    for (std::size_t i = 0; i < family.parameters.size(); ++i) p[family.parameters[i].name] = family.parameters[i].values[index[i]];
+    out.push_back(std::move(p));
+    std::size_t k = family.parameters.size();
+    while (k > 0) {
+      --k;
+      if (++index[k] < family.parameters[k].values.size()) break;
+      index[k] = 0;
+      if (k == 0) return out;
+    }
+    if (family.parameters.empty()) return out;
+  }
+}
+
+PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
+                                   const Params& params) {
+  PlannedConfig c;
+  c.params = params;
+  auto prune = [&](std::string why) {
+    c.outcome = Outcome::pruned;
+    c.reason = std::move(why);
+    return c;
+  };
+  const Vars vars = family.vars(problem, params);
+  try {
+    for (const auto& constraint : family.constraints)
+      if (!constraint.expr.eval(vars)) return prune("constraint: " + constraint.message);
+    for (std::size_t i = 0; i < family.launch.block.size(); ++i) c.launch.block[i] = family.launch.block[i].eval(vars);
+    for (std::size_t i = 0; i < family.launch.grid.size(); ++i) c.launch.grid[i] = family.launch.grid[i].eval(vars);
+    c.launch.dynamic_smem = family.launch.dynamic_shared_bytes.eval(vars);
+    c.launch.static_smem_estimate = family.launch.static_shared_bytes.eval(vars);
+  } catch (const ExprError& e) {
+    return prune(std::string("launch: ") + e.what());
+  }
+  static const char* axis = "xyz";
+  for (int i = 0; i < 3; ++i) {
+    if (c.launch.block[i] < 1 || c.launch.grid[i] < 1)
+      return prune(std::string("launch: block and grid sizes must be positive (") + axis[i] + ")");
+    if (c.launch.block[i] > device.max_block_dim[i])
+      return prune(std::string("threads: block ") + axis[i] + " " + std::to_string(c.launch.block[i]) + " > " +
+                   std::to_string(device.max_block_dim[i]));
+    if (c.launch.grid[i] > device.max_grid_dim[i])
+      return prune(std::string("grid: ") + axis[i] + " " + std::to_string(c.launch.grid[i]) + " blocks > " +
+                   std::to_string(device.max_grid_dim[i]));
+  }
+  if (c.launch.threads() > device.max_threads_per_block)
+    return prune("threads: " + std::to_string(c.launch.threads()) + " per block > " +
+                 std::to_string(device.max_threads_per_block));
+  if (c.launch.static_smem_estimate > device.shared_per_block)
+    return prune("shared memory: static " + kb(c.launch.static_smem_estimate) + " > " + kb(device.shared_per_block) +
+                 " static limit");
+  if (c.launch.static_smem_estimate + c.launch.dynamic_smem > device.shared_per_block_optin)
+    return prune("shared memory: " + kb(c.launch.static_smem_estimate + c.launch.dynamic_smem) + " per block > " +
+                 kb(device.shared_per_block_optin) + " opt-in maximum");
+  return c;
+}
+
+CompileJob compile_job(const KernelFamily& family, const DeviceLimits& device, const Params& params) {
+  return CompileJob{family.source_for(params), family.source_file, family.kernel, device.arch(), family.compile_options};
+}
+
+void apply_compile_result(PlannedConfig& c, const CompileResult& result, const DeviceLimits& device) {
+  c.compiled = true;
+  if (const auto* err = std::get_if<CompileError>(&result)) {
+    c.outcome = Outcome::compile_failed;
+    c.reason = err->log;
+    return;
+  }
+  const auto& k = std::get<CompiledKernel>(result);
+  c.usage = k.usage;
+  c.from_cache = k.from_cache;
+  const long long threads = c.launch.threads();
+  if (static_cast<long long>(k.usage.registers) * threads > device.regs_per_block) {
+    c.outcome = Outcome::pruned;
+    c.reason = "registers: " + std::to_string(k.usage.registers) + " x " + std::to_string(threads) + " threads > " +
+               std::to_string(device.regs_per_block) + " per block";
+    return;
+  }
+  if (k.usage.static_smem + c.launch.dynamic_smem > device.shared_per_block_optin) {
+    c.outcome = Outcome::pruned;
+    c.reason = "shared memory: " + kb(k.usage.static_smem + c.launch.dynamic_smem) + " as compiled > " +
+               kb(device.shared_per_block_optin) + " opt-in maximum";
+    return;
+  }
+  c.occupancy = compute_occupancy(device, static_cast<int>(threads), k.usage.registers, k.usage.static_smem,
+                                  c.launch.dynamic_smem);
+  if (!c.occupancy.error.empty() || c.occupancy.active_blocks == 0) {
+    c.outcome = Outcome::pruned;
+    c.reason = "occupancy: " + (c.occupancy.error.empty() ? "no block fits on an SM (" + c.occupancy.limiter + ")" : c.occupancy.error);
+  }
+}
+
+Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
+               const CompileCache& cache, const PlanOptions& options) {
+  Plan plan;
+  const std::vector<Params> space = options.subset ? *options.subset : enumerate_space(family);
+  for (const auto& params : space) plan.configs.push_back(prune_before_compile(family, device, problem, params));
+  if (!options.compile) return plan;
+  std::vector<CompileJob> jobs;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < plan.configs.size(); ++i) {
+    if (plan.configs[i].outcome != Outcome::ok) continue;
+    jobs.push_back(compile_job(family, device, plan.configs[i].params));
+    plan.configs[i].cache_key = cache.key(jobs.back());
+    which.push_back(i);
+  }
+  auto results = compile_all(jobs, cache, options.jobs, options.mode, &plan.compile_stats);
+  for (std::size_t j = 0; j < which.size(); ++j) apply_compile_result(plan.configs[which[j]], results[j], device);
+  return plan;
+}
+
+ResultRecord to_record(const PlannedConfig& c) {
+  ResultRecord r;
+  r.params = c.params;
+  r.outcome = c.outcome;
+  r.reason = c.reason;
+  r.threads_per_block = static_cast<int>(c.launch.threads());
+  r.dynamic_smem = static_cast<int>(c.launch.dynamic_smem);
+  if (c.compiled && c.outcome != Outcome::compile_failed) {
+    r.registers = c.usage.registers;
+    r.static_smem = c.usage.static_smem;
+    r.local_bytes = c.usage.stack_bytes;
+    r.spill_bytes = c.usage.spill_stores + c.usage.spill_loads;
+    if (c.occupancy.active_blocks > 0) {
+      r.active_blocks = c.occupancy.active_blocks;
+      r.active_warps = c.occupancy.active_warps;
+      r.occupancy = c.occupancy.fraction;
+      r.occupancy_limiter = c.occupancy.limiter;
+    }
+  }
+  return r;
+}
+
+}  // namespace tiletune
