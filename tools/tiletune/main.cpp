@@ -5,6 +5,7 @@
 #include "cli.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/sweep.hpp"
+#include "tiletune/worker.hpp"
 
 namespace {
 
@@ -25,6 +26,7 @@ commands:
 
 int main(int argc, char** argv) {
   using namespace tiletune::cli;
+  if (const int child = tiletune::run_child_if_requested(argc, argv); child >= 0) return child;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;

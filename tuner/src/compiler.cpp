@@ -195,27 +195,29 @@ void CompileCache::store(const std::string& key, const CompileResult& result) co
 
 namespace {
 
-// Children compile jobs i with i % workers == child, in order, and write the cache.
+// Compiler processes are fresh programs (this executable started again with --tiletune-compile), never bare
+// forks: a fork of a process in which NVRTC or CUDA already ran can hang or fail. Each child compiles jobs
+// t with t % workers == its index, in order, and writes the cache; the jobs travel in a JSON file.
 std::vector<int> spawn_compilers(const std::vector<CompileJob>& jobs, const std::vector<std::size_t>& todo,
-                                 const std::vector<std::string>& keys, const CompileCache& cache, int workers) {
-  // One compile here first: NVRTC's one-time start-up then happens once, and every child inherits it.
-  static const bool warmed = [] {
-    compile(CompileJob{"extern \"C\" __global__ void tiletune_warm_up() {}\n", "warm_up.cu", "tiletune_warm_up", "sm_80", {}});
-    return true;
-  }();
-  (void)warmed;
+                                 const std::vector<std::string>& keys, const CompileCache& cache, int workers,
+                                 std::filesystem::path* jobs_file) {
+  json list = json::array();
+  for (std::size_t i : todo)
+    list.push_back({{"source", jobs[i].source}, {"file_name", jobs[i].file_name}, {"kernel", jobs[i].kernel},
+                    {"arch", jobs[i].arch}, {"options", jobs[i].options}, {"key", keys[i]}});
+  static int serial = 0;
+  *jobs_file = cache.dir() / ("jobs-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".json");
+  if (!write_atomic(*jobs_file, json{{"cache", cache.dir().string()}, {"jobs", list}}.dump())) return {};
   std::vector<int> pids;
   std::cout.flush();
   std::cerr.flush();
   for (int c = 0; c < workers; ++c) {
+    const std::string file = jobs_file->string(), index = std::to_string(c), count = std::to_string(workers);
     const pid_t pid = ::fork();
     if (pid < 0) break;
     if (pid == 0) {
-      for (std::size_t t = static_cast<std::size_t>(c); t < todo.size(); t += static_cast<std::size_t>(workers)) {
-        const std::size_t i = todo[t];
-        cache.store(keys[i], compile(jobs[i]));
-      }
-      ::_exit(0);
+      ::execl("/proc/self/exe", "tiletune-compile", "--tiletune-compile", file.c_str(), index.c_str(), count.c_str(), nullptr);
+      ::_exit(127);
     }
     pids.push_back(pid);
   }
@@ -241,7 +243,10 @@ std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, cons
   workers = std::max(1, std::min<int>(workers, static_cast<int>(todo.size())));
   if (!todo.empty()) {
     if (mode == ParallelMode::processes && cache.enabled() && workers > 1) {
-      for (int pid : spawn_compilers(jobs, todo, keys, cache, workers)) ::waitpid(pid, nullptr, 0);
+      std::filesystem::path jobs_file;
+      for (int pid : spawn_compilers(jobs, todo, keys, cache, workers, &jobs_file)) ::waitpid(pid, nullptr, 0);
+      std::error_code ec;
+      std::filesystem::remove(jobs_file, ec);
       for (std::size_t i : todo) results[i] = cache.load(keys[i]);
     } else {
       std::atomic<std::size_t> next{0};
@@ -279,7 +284,7 @@ BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const Compi
     if (cache_.enabled() && !std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) todo.push_back(i);
   }
   if (cache_.enabled() && !todo.empty())
-    children_ = spawn_compilers(jobs_, todo, keys_, cache_, std::min<int>(workers_, static_cast<int>(todo.size())));
+    children_ = spawn_compilers(jobs_, todo, keys_, cache_, std::min<int>(workers_, static_cast<int>(todo.size())), &jobs_file_);
 }
 
 BackgroundCompiler::~BackgroundCompiler() {
@@ -288,6 +293,8 @@ BackgroundCompiler::~BackgroundCompiler() {
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);
   }
+  std::error_code ec;
+  if (!jobs_file_.empty()) std::filesystem::remove(jobs_file_, ec);
 }
 
 CompileResult BackgroundCompiler::get(std::size_t index, bool wait_for_children) {
@@ -307,6 +314,26 @@ CompileResult BackgroundCompiler::get(std::size_t index, bool wait_for_children)
   CompileResult r = compile(jobs_[index]);
   cache_.store(keys_[index], r);
   return r;
+}
+
+int compile_child_main(const std::string& jobs_file, int index, int workers) {
+  bool ok = false;
+  const std::string text = read_file(jobs_file, &ok);
+  if (!ok) return 2;
+  try {
+    const json doc = json::parse(text);
+    const CompileCache cache(doc.at("cache").get<std::string>());
+    const json& jobs = doc.at("jobs");
+    for (std::size_t t = static_cast<std::size_t>(index); t < jobs.size(); t += static_cast<std::size_t>(workers)) {
+      const json& j = jobs[t];
+      const CompileJob job{j.at("source"), j.at("file_name"), j.at("kernel"), j.at("arch"), j.at("options")};
+      cache.store(j.at("key").get<std::string>(), compile(job));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tiletune compiler process: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
 }
 
 }  // namespace tiletune

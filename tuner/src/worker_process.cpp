@@ -10,6 +10,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "tiletune/compiler.hpp"
 #include "tiletune/worker.hpp"
 
 namespace tiletune {
@@ -27,10 +28,13 @@ void WorkerProcess::start() {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("cannot start the measuring worker: ") + std::strerror(errno));
   if (pid == 0) {
-    ::close(down[1]);
-    ::close(up[0]);
-    ::signal(SIGINT, SIG_IGN);  // Ctrl-C is the parent's to handle; it stops us
-    ::_exit(worker_main(gpu_, down[0], up[1]));
+    // A fresh program, not a bare fork: CUDA refuses to start in a fork of a process where it (or NVRTC,
+    // which may load the driver) already ran.
+    ::dup2(down[0], STDIN_FILENO);
+    ::dup2(up[1], STDOUT_FILENO);
+    const std::string gpu = std::to_string(gpu_);
+    ::execl("/proc/self/exe", "tiletune-worker", "--tiletune-worker", gpu.c_str(), nullptr);
+    ::_exit(127);
   }
   ::close(down[0]);
   ::close(up[1]);
@@ -119,6 +123,21 @@ WorkerProcess::Reply WorkerProcess::request(const nlohmann::json& message, doubl
     }
     buffer_.append(chunk, static_cast<std::size_t>(n));
   }
+}
+
+}  // namespace tiletune
+
+namespace tiletune {
+
+int run_child_if_requested(int argc, char** argv) {
+  if (argc < 2) return -1;
+  const std::string role = argv[1];
+  if (role == "--tiletune-worker" && argc == 3) {
+    ::signal(SIGINT, SIG_IGN);  // Ctrl-C is the parent's to handle; it stops us
+    return worker_main(std::atoi(argv[2]), STDIN_FILENO, STDOUT_FILENO);
+  }
+  if (role == "--tiletune-compile" && argc == 5) return compile_child_main(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+  return -1;
 }
 
 }  // namespace tiletune

@@ -97,6 +97,10 @@ class BackgroundCompiler {
   const CompileCache& cache_;
   std::vector<int> children_;  // pids
   int workers_ = 1;
+  std::filesystem::path jobs_file_;
 };
+
+// The compiler process's side (see run_child_if_requested).
+int compile_child_main(const std::string& jobs_file, int index, int workers);
 
 }  // namespace tiletune

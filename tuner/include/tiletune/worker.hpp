@@ -14,6 +14,11 @@ namespace tiletune {
 // Runs the worker loop on stdin/stdout-like descriptors until "quit" or end of input. Returns an exit code.
 int worker_main(int gpu, int in_fd, int out_fd);
 
+// tiletune's helper processes (the measuring worker, the compiler processes) are this same executable started
+// again with a private first argument. Every program that uses the tuner library calls this first in main():
+// it returns the child's exit status when the process is such a helper, and -1 otherwise.
+int run_child_if_requested(int argc, char** argv);
+
 class WorkerProcess {
  public:
   explicit WorkerProcess(int gpu);
