@@ -104,9 +104,24 @@ std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const
   else
     log << "warning: baseline " << lib << " failed: " << reply.body.value("reason", reply.detail) << "\n";
 
-  if (!family.baseline.empty()) {
-    const KernelFamily& base = find_family(families, family.baseline);
-    const Measured b = best_or_default(base, problem, device, store, worker, cache, settings, log);
+  for (const auto& name : family.baselines) {
+    const KernelFamily& base = find_family(families, name);
+    // The baseline solves the same problem: same dimensions, and the arguments it knows. An argument it does
+    // not know must be at our default (e.g. a boundary mode the seeds' kernel lacks), or it is skipped.
+    std::map<std::string, std::int64_t> args;
+    std::string missing;
+    for (const auto& [k, v] : problem.args) {
+      const bool known = std::any_of(base.problem_args.begin(), base.problem_args.end(), [&](const ProblemArg& a) { return a.name == k; });
+      const auto ours = std::find_if(family.problem_args.begin(), family.problem_args.end(), [&](const ProblemArg& a) { return a.name == k; });
+      if (known) args[k] = v;
+      else if (ours == family.problem_args.end() || ours->default_value != v) missing = k;
+    }
+    if (!missing.empty()) {
+      log << "note: " << base.name << " has no '" << missing << "' argument; not compared\n";
+      continue;
+    }
+    const ProblemKey base_problem = base.make_problem(problem.dims, args);
+    const Measured b = best_or_default(base, base_problem, device, store, worker, cache, settings, log);
     rows.push_back(make_row(family, problem, ours, work, base.name, params_to_text(b.params) + " (" + b.source + ")", b.time));
   }
   return rows;

@@ -198,7 +198,16 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   if (ref.contains("tolerance")) f.reference.tolerance = ref.at("tolerance").get<double>();
   if (doc.contains("compile_options"))
     for (const json& o : doc.at("compile_options")) f.compile_options.push_back(o.get<std::string>());
-  f.baseline = r.text(doc, "baseline", "", false);
+  if (doc.contains("baseline")) {
+    const json& b = doc.at("baseline");
+    if (b.is_string()) f.baselines.push_back(b.get<std::string>());
+    else if (b.is_array())
+      for (const json& name : b) {
+        if (!name.is_string()) r.fail("'baseline' must be a family name or a list of them");
+        f.baselines.push_back(name.get<std::string>());
+      }
+    else r.fail("'baseline' must be a family name or a list of them");
+  }
 
   // Every expression must only read names the family defines.
   std::set<std::string> known;

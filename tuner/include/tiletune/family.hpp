@@ -86,7 +86,7 @@ struct KernelFamily {
   std::string metric_unit;  // "GFLOP/s" or "GB/s"
   Reference reference;
   std::vector<std::string> compile_options;
-  std::string baseline;  // the family bench compares against beside the library baseline, may be empty
+  std::vector<std::string> baselines;  // families bench compares against beside the library baseline
   std::string description_json;  // the family.json text as read
   std::string template_hash;     // over family.json and the template source
 
