@@ -108,17 +108,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
   }
   if (vm.count("store")) {
     Store store = Store::open(c.db);
-    SweepSpec spec;
-    spec.family = family.name;
-    spec.template_hash = family.template_hash;
-    spec.family_json = family.description_json;
-    spec.space_hash = family.space_hash();
-    spec.device = device.record();
-    spec.problem = problem;
-    spec.kind = "plan";
-    spec.strategy = "plan";
-    spec.tiletune_version = TILETUNE_VERSION;
-    spec.git_sha = TILETUNE_GIT_SHA;
+    const SweepSpec spec = sweep_spec(family, device, problem, "plan", "plan");
     const auto id = store.begin_sweep(spec);
     std::vector<ResultRecord> records;
     for (const auto& p : plan.configs) {

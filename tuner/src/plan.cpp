@@ -136,6 +136,22 @@ Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const Pro
   return plan;
 }
 
+SweepSpec sweep_spec(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
+                     const std::string& kind, const std::string& strategy) {
+  SweepSpec spec;
+  spec.family = family.name;
+  spec.template_hash = family.template_hash;
+  spec.family_json = family.description_json;
+  spec.space_hash = family.space_hash();
+  spec.device = device.record();
+  spec.problem = problem;
+  spec.kind = kind;
+  spec.strategy = strategy;
+  spec.tiletune_version = TILETUNE_VERSION;
+  spec.git_sha = TILETUNE_GIT_SHA;
+  return spec;
+}
+
 ResultRecord to_record(const PlannedConfig& c) {
   ResultRecord r;
   r.params = c.params;

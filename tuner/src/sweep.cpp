@@ -126,17 +126,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     for (auto& k : store.stored_param_keys(prior->id)) done.insert(std::move(k));
     out << "resuming sweep " << prior->id << ": " << done.size() << " configurations already stored\n";
   } else {
-    SweepSpec spec;
-    spec.family = family.name;
-    spec.template_hash = family.template_hash;
-    spec.family_json = family.description_json;
-    spec.space_hash = family.space_hash();
-    spec.device = device.record();
-    spec.problem = problem;
-    spec.kind = "sweep";
-    spec.strategy = options.strategy;
-    spec.tiletune_version = TILETUNE_VERSION;
-    spec.git_sha = TILETUNE_GIT_SHA;
+    const SweepSpec spec = sweep_spec(family, device, problem, "sweep", options.strategy);
     summary.sweep_id = store.begin_sweep(spec);
   }
 

@@ -65,6 +65,10 @@ struct PlanOptions {
 Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
                const CompileCache& cache, const PlanOptions& options);
 
+// What a stored plan or sweep of this family on this device records about itself.
+SweepSpec sweep_spec(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
+                     const std::string& kind, const std::string& strategy);
+
 // The stored form of a planned configuration (no timing yet).
 ResultRecord to_record(const PlannedConfig& config);
 
