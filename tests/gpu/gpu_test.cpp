@@ -82,6 +82,12 @@ TEST(Gpu, EveryConfigurationIsCorrectOnAwkwardSizes) {
       {"conv1d_naive", {7}, {{"mask_width", 63}}}, {"conv1d_tiled", {1000}, {{"mask_width", 5}}},
       {"conv1d_tiled", {100003}, {{"mask_width", 31}}}, {"conv1d_tiled", {7}, {{"mask_width", 63}}},
       {"conv1d_tiled", {33}, {{"mask_width", 1}}},
+      {"conv1d_register", {7}, {{"mask_width", 63}, {"boundary", 1}}},
+      {"conv1d_register", {100003}, {{"mask_width", 31}}},
+      {"conv1d_register", {4097}, {{"mask_width", 15}, {"boundary", 1}}},
+      {"conv2d_tiled", {37, 29}, {{"mask_width", 7}, {"boundary", 1}}},
+      {"conv2d_tiled", {5, 3}, {{"mask_width", 15}}},
+      {"conv2d_tiled", {67, 100}, {{"mask_width", 5}}},
   };
   for (const auto& c : cases) {
     const KernelFamily& f = find_family(fams, c.family);
