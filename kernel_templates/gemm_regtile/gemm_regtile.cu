@@ -1,0 +1,328 @@
+// C = A * B for row-major A (MxK), B (KxN), C (MxN): register-blocked FP32 GEMM on CUDA cores.
+//
+// A block of THREADS threads computes a BM x BN tile of C and walks K in steps of BK. Each thread holds a
+// TM x TN tile of accumulators, made of (TM/4) x (TN/4) sub-tiles of 4x4. A warp is WARP_M x WARP_N threads
+// (WARP_M = 32 / WARP_N); the sub-tiles of one warp's threads sit side by side, so that for every k the warp
+// reads its fragments of A and B with 16-byte shared loads whose addresses are contiguous across lanes
+// (no bank conflicts): thread (tr, tc) of a warp owns rows  warp_m0 + i*4*WARP_M + tr*4 + 0..3
+//                                          and columns     warp_n0 + j*4*WARP_N + tc*4 + 0..3.
+//
+// Shared memory (dynamic) holds STAGES buffers of As[BK][BM + PAD_A] (A transposed) and Bs[BK][BN].
+// Global tiles are read into registers (16-byte loads where the rows are 16-byte aligned) one step ahead and
+// stored to shared memory while the current tile is multiplied. STAGES == 2: two shared buffers, one barrier
+// per step; with FRAG_PIPE the fragments of the next k are read explicitly ahead, also across steps (the
+// barrier sits before the last k of a step). STAGES == 1: one buffer (half the shared memory), two barriers
+// per step.
+//
+// Edges: a block whose rows (columns) lie inside M (N) and whose tile of K is full loads without checks;
+// otherwise every element is checked and reads 0 outside the matrices (that also zeroes the K tail). When
+// K % 4 != 0 (N % 4 != 0) rows of A (B and C) are not 16-byte aligned and scalar loads/stores are used; the
+// choice is a block-uniform run-time test, so any M, N, K >= 1 is right.
+//
+// GROUP_M > 1 launches blocks in groups of GROUP_M block rows (column-major inside a group) for L2 reuse; it is
+// not in family.json (no gain measured on the H100 at the default sizes) and defaults to 1.
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef TM
+#define TM 16
+#endif
+#ifndef TN
+#define TN 8
+#endif
+#ifndef WARP_N
+#define WARP_N 8
+#endif
+#ifndef PAD_A
+#define PAD_A 4
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
+#ifndef GROUP_M
+#define GROUP_M 1
+#endif
+#ifndef FRAG_PIPE
+#define FRAG_PIPE 1
+#endif
+#ifndef FMA_ORDER
+#define FMA_ORDER 1
+#endif
+#ifndef MIN_WARPS
+#define MIN_WARPS 0
+#endif
+
+#define WARP_M (32 / WARP_N)
+#define WTILE_M (TM * WARP_M)  // rows of C per warp
+#define WTILE_N (TN * WARP_N)  // columns of C per warp
+#define WARPS_N (BN / WTILE_N)
+#define THREADS ((BM / TM) * (BN / TN))
+// With MIN_WARPS > 0 the compiler must fit MIN_WARPS warps per SM (caps the registers per thread).
+#define MIN_BLOCKS (MIN_WARPS * 32 > THREADS ? MIN_WARPS * 32 / THREADS : 1)
+#define LDA (BM + PAD_A)
+#define LDB BN
+#define A_STAGE (BK * LDA)
+#define B_STAGE (BK * LDB)
+#define A_CHUNKS_PER_ROW (BK / 4)          // float4 chunks in one row of the A tile
+#define B_CHUNKS_PER_ROW (BN / 4)          // float4 chunks in one row of the B tile
+#define A_LOADS ((BM * BK / 4) / THREADS)  // float4 chunks of A per thread and step
+#define B_LOADS ((BK * BN / 4) / THREADS)
+#define A_ROW_STEP (THREADS / A_CHUNKS_PER_ROW)
+#define B_ROW_STEP (THREADS / B_CHUNKS_PER_ROW)
+
+static_assert(WARP_M * WARP_N == 32, "WARP_N must divide 32");
+static_assert(TM % 4 == 0 && TN % 4 == 0, "TM and TN must be multiples of 4");
+static_assert(BM % WTILE_M == 0 && BN % WTILE_N == 0, "warp tiles must divide the block tile");
+static_assert(BK % 4 == 0, "BK must be a multiple of 4");
+static_assert(THREADS % 32 == 0, "whole warps");
+static_assert((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0, "loads must divide among threads");
+static_assert(THREADS % A_CHUNKS_PER_ROW == 0 && THREADS % B_CHUNKS_PER_ROW == 0, "load mapping");
+static_assert(PAD_A % 4 == 0, "PAD_A keeps 16-byte alignment");
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+  extern __shared__ float4 smem_f4[];
+  float* const As = reinterpret_cast<float*>(smem_f4);
+  float* const Bs = As + STAGES * A_STAGE;
+
+  // Block coordinates.
+#if GROUP_M > 1
+  int bm, bn;
+  {
+    const int grid_n = gridDim.x, grid_m = gridDim.y;
+    const int pid = blockIdx.y * grid_n + blockIdx.x;
+    const int per_group = GROUP_M * grid_n;
+    const int first_m = (pid / per_group) * GROUP_M;
+    const int rows = min(grid_m - first_m, GROUP_M);
+    const int in_group = pid % per_group;
+    bm = first_m + in_group % rows;
+    bn = in_group / rows;
+  }
+#else
+  const int bm = blockIdx.y, bn = blockIdx.x;
+#endif
+  const int m0 = bm * BM, n0 = bn * BN;
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31, warp = tid >> 5;
+  const int a_frag = (warp / WARPS_N) * WTILE_M + (lane / WARP_N) * 4;  // first row of the thread in the tile
+  const int b_frag = (warp % WARPS_N) * WTILE_N + (lane % WARP_N) * 4;  // first column
+
+  // Global-load mapping: chunk c = tid + i*THREADS of the A tile is row c / A_CHUNKS_PER_ROW, column
+  // (c % A_CHUNKS_PER_ROW) * 4; THREADS is a multiple of A_CHUNKS_PER_ROW, so the column is the same for all i.
+  const int a_row = tid / A_CHUNKS_PER_ROW, a_col = (tid % A_CHUNKS_PER_ROW) * 4;
+  const int b_row = tid / B_CHUNKS_PER_ROW, b_col = (tid % B_CHUNKS_PER_ROW) * 4;
+
+  const bool vec_a = (K & 3) == 0 && (reinterpret_cast<unsigned long long>(A) & 15) == 0;
+  const bool vec_b = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
+  const bool vec_c = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(C) & 15) == 0;
+  const bool fast_a = vec_a && m0 + BM <= M;
+  const bool fast_b = vec_b && n0 + BN <= N;
+
+  float4 ra[A_LOADS], rb[B_LOADS];
+
+  // Reads the tiles of A and B at k0 into ra, rb.
+  auto load_tiles = [&](const int k0) {
+    const bool full_k = k0 + BK <= K;
+    if (fast_a && full_k) {
+      const float* p = A + (size_t)(m0 + a_row) * K + (k0 + a_col);
+#pragma unroll
+      for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const float4*>(p + (size_t)i * A_ROW_STEP * K);
+    } else {
+#pragma unroll
+      for (int i = 0; i < A_LOADS; ++i) {
+        const int m = m0 + a_row + i * A_ROW_STEP, k = k0 + a_col;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (m < M && k < K) {
+          const float* p = A + (size_t)m * K + k;
+          if (vec_a) {
+            v = *reinterpret_cast<const float4*>(p);  // K % 4 == 0 and k % 4 == 0: k < K means k + 3 < K
+          } else {
+            v.x = p[0];
+            if (k + 1 < K) v.y = p[1];
+            if (k + 2 < K) v.z = p[2];
+            if (k + 3 < K) v.w = p[3];
+          }
+        }
+        ra[i] = v;
+      }
+    }
+    if (fast_b && full_k) {
+      const float* p = B + (size_t)(k0 + b_row) * N + (n0 + b_col);
+#pragma unroll
+      for (int i = 0; i < B_LOADS; ++i) rb[i] = *reinterpret_cast<const float4*>(p + (size_t)i * B_ROW_STEP * N);
+    } else {
+#pragma unroll
+      for (int i = 0; i < B_LOADS; ++i) {
+        const int k = k0 + b_row + i * B_ROW_STEP, n = n0 + b_col;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (k < K && n < N) {
+          const float* p = B + (size_t)k * N + n;
+          if (vec_b) {
+            v = *reinterpret_cast<const float4*>(p);
+          } else {
+            v.x = p[0];
+            if (n + 1 < N) v.y = p[1];
+            if (n + 2 < N) v.z = p[2];
+            if (n + 3 < N) v.w = p[3];
+          }
+        }
+        rb[i] = v;
+      }
+    }
+  };
+
+  // Writes ra (transposed) and rb into shared buffer s.
+  auto store_tiles = [&](const int s) {
+    float* as = As + s * A_STAGE;
+    float* bs = Bs + s * B_STAGE;
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      const int r = a_row + i * A_ROW_STEP;
+      as[(a_col + 0) * LDA + r] = ra[i].x;
+      as[(a_col + 1) * LDA + r] = ra[i].y;
+      as[(a_col + 2) * LDA + r] = ra[i].z;
+      as[(a_col + 3) * LDA + r] = ra[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i)
+      *reinterpret_cast<float4*>(bs + (b_row + i * B_ROW_STEP) * LDB + b_col) = rb[i];
+  };
+
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+  // Fragments of A and B for one k of shared buffer s.
+  auto load_frags = [&](float (&a)[TM], float (&b)[TN], const int s, const int kk) {
+    const float* as = As + s * A_STAGE + kk * LDA + a_frag;
+    const float* bs = Bs + s * B_STAGE + kk * LDB + b_frag;
+#pragma unroll
+    for (int i = 0; i < TM / 4; ++i) {
+      const float4 v = *reinterpret_cast<const float4*>(as + i * 4 * WARP_M);
+      a[4 * i + 0] = v.x;
+      a[4 * i + 1] = v.y;
+      a[4 * i + 2] = v.z;
+      a[4 * i + 3] = v.w;
+    }
+#pragma unroll
+    for (int j = 0; j < TN / 4; ++j) {
+      const float4 v = *reinterpret_cast<const float4*>(bs + j * 4 * WARP_N);
+      b[4 * j + 0] = v.x;
+      b[4 * j + 1] = v.y;
+      b[4 * j + 2] = v.z;
+      b[4 * j + 3] = v.w;
+    }
+  };
+  // The order of the TM x TN multiply-adds (rows outer or columns outer) changes the compiler's register
+  // assignment and so its register-bank conflicts; which is faster depends on the tile.
+  auto outer_product = [&](const float (&a)[TM], const float (&b)[TN]) {
+#if FMA_ORDER == 0
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+#else
+#pragma unroll
+    for (int j = 0; j < TN; ++j)
+#pragma unroll
+      for (int i = 0; i < TM; ++i) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+#endif
+  };
+
+  const int steps = (K + BK - 1) / BK;
+#if STAGES == 2 && FRAG_PIPE
+  // Software pipeline: while step t multiplies buffer t&1, registers hold the tile of step t+1 (read from
+  // global memory during step t-1). Before the last k of step t they go to buffer (t+1)&1, whose readers all
+  // passed the barrier of step t-1; after this step's barrier the tile of step t+2 is requested and the
+  // fragments of the next buffer's first k are read, so their latency hides behind the last outer product.
+  float a[2][TM], b[2][TN];
+  load_tiles(0);
+  store_tiles(0);
+  if (steps > 1) load_tiles(BK);
+  __syncthreads();
+  load_frags(a[0], b[0], 0, 0);
+  for (int t = 0; t < steps; ++t) {
+    const int cur = t & 1;
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      if (kk == BK - 1) {
+        if (t + 1 < steps) store_tiles(cur ^ 1);
+        __syncthreads();
+        if (t + 2 < steps) load_tiles((t + 2) * BK);
+        load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur ^ 1, 0);  // unused after the last step
+      } else {
+        load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur, kk + 1);
+      }
+      outer_product(a[kk & 1], b[kk & 1]);
+    }
+  }
+#elif STAGES == 2
+  // Step t multiplies buffer t&1 while the tile of step t+1 is in flight to registers; it is then stored
+  // into buffer (t+1)&1, whose readers all passed the previous barrier, and one barrier ends the step.
+  // (The compiler schedules the fragment reads inside a step.)
+  float a[TM], b[TN];
+  load_tiles(0);
+  store_tiles(0);
+  __syncthreads();
+  for (int t = 0; t < steps; ++t) {
+    const bool more = t + 1 < steps;
+    if (more) load_tiles((t + 1) * BK);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      load_frags(a, b, t & 1, kk);
+      outer_product(a, b);
+    }
+    if (more) store_tiles((t + 1) & 1);
+    __syncthreads();
+  }
+#else
+  float a[TM], b[TN];
+  load_tiles(0);
+  for (int t = 0; t < steps; ++t) {
+    store_tiles(0);
+    __syncthreads();
+    if (t + 1 < steps) load_tiles((t + 1) * BK);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      load_frags(a, b, 0, kk);
+      outer_product(a, b);
+    }
+    __syncthreads();
+  }
+#endif
+
+  // Write the thread's tile of C.
+  const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row = m0 + a_frag + (i / 4) * 4 * WARP_M + (i % 4);
+#pragma unroll
+    for (int j4 = 0; j4 < TN / 4; ++j4) {
+      const int col = n0 + b_frag + j4 * 4 * WARP_N;
+      const float4 v = make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]);
+      if (interior_c) {
+        *reinterpret_cast<float4*>(C + (size_t)row * N + col) = v;
+      } else if (row < M && col < N) {
+        float* p = C + (size_t)row * N + col;
+        if (vec_c) {
+          *reinterpret_cast<float4*>(p) = v;  // N % 4 == 0 and col % 4 == 0: col < N means col + 3 < N
+        } else {
+          p[0] = v.x;
+          if (col + 1 < N) p[1] = v.y;
+          if (col + 2 < N) p[2] = v.z;
+          if (col + 3 < N) p[3] = v.w;
+        }
+      }
+    }
+  }
+}
