@@ -88,11 +88,20 @@ TEST(Gpu, EveryConfigurationIsCorrectOnAwkwardSizes) {
       {"conv2d_tiled", {37, 29}, {{"mask_width", 7}, {"boundary", 1}}},
       {"conv2d_tiled", {5, 3}, {{"mask_width", 15}}},
       {"conv2d_tiled", {67, 100}, {{"mask_width", 5}}},
+      // gemm_regtile has thousands of configurations: a random 150 of them at each size.
+      {"gemm_regtile", {37, 53, 29}, {}},
+      {"gemm_regtile", {1, 1, 1}, {}},
+      {"gemm_regtile", {129, 67, 1027}, {}},
   };
   for (const auto& c : cases) {
     const KernelFamily& f = find_family(fams, c.family);
     const ProblemKey p = f.make_problem(c.dims, c.args);
-    const SweepRun r = sweep(f, p, dir.path / "t.db");
+    SweepOptions o = quick();
+    if (c.family == "gemm_regtile") {
+      o.strategy = "random";
+      o.budget = 150;
+    }
+    const SweepRun r = sweep(f, p, dir.path / "t.db", o);
     int ok = 0;
     for (const auto& x : r.results) {
       const auto& rec = x.record;
