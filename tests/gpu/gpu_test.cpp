@@ -129,7 +129,9 @@ TEST(Gpu, CrashIsolation) {
   const SweepRun r = sweep(f, f.make_problem({64, 48, 32}, {}), dir.path / "t.db");
   for (const auto& x : r.results) {
     const auto mode = x.record.params.at("MODE");
-    if (mode == 0) EXPECT_EQ(x.record.outcome, Outcome::ok) << x.record.reason;
+    if (mode == 0) {
+      EXPECT_EQ(x.record.outcome, Outcome::ok) << x.record.reason;
+    }
     if (mode == 1) {
       EXPECT_EQ(x.record.outcome, Outcome::runtime_failed);
       EXPECT_NE(x.record.reason.find("cudaErrorIllegalAddress"), std::string::npos) << x.record.reason;

@@ -51,9 +51,14 @@ TEST(Plan, GemmTiledOnH100PrunesExactlyTheImpossibleConfigurations) {
   EXPECT_EQ(seen_constraint, constraint);
   EXPECT_EQ(seen_threads, threads);
   // The seed's configurations over 1024 threads stay in the space, pruned with their reason.
-  for (const auto& c : plan.configs)
-    if (c.params == Params{{"BLOCK_Y", 48}, {"TILE_K", 48}, {"TILE_WIDTH", 48}})
+  int seen_seed_48 = 0;
+  for (const auto& c : plan.configs) {
+    if (c.params == Params{{"BLOCK_Y", 48}, {"TILE_K", 48}, {"TILE_WIDTH", 48}}) {
+      ++seen_seed_48;
       EXPECT_EQ(c.reason, "threads: 2304 per block > 1024");
+    }
+  }
+  EXPECT_EQ(seen_seed_48, 1);
 }
 
 TEST(Plan, SharedMemoryIsCheckedAgainstTheOptInLimit) {

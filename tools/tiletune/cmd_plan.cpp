@@ -54,7 +54,6 @@ int cmd_plan(const std::vector<std::string>& argv) {
   if (vm.count("json")) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& p : plan.configs) {
-      const ResultRecord r = to_record(p);
       rows.push_back({{"params", p.params}, {"outcome", to_string(p.outcome)}, {"reason", p.reason},
                       {"threads", p.launch.threads()}, {"registers", p.usage.registers}, {"static_smem", p.usage.static_smem},
                       {"dynamic_smem", p.launch.dynamic_smem}, {"active_blocks", p.occupancy.active_blocks},
