@@ -133,7 +133,8 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   // Prune what cannot run before anything reaches the GPU; store those outcomes at once.
   std::vector<PlannedConfig> candidates;
   std::vector<ResultRecord> pruned;
-  for (const auto& params : enumerate_space(family)) {
+  const std::vector<Params> space = enumerate_space(family);
+  for (const auto& params : space) {
     if (done.count(params_to_text(params))) {
       ++summary.resumed_skipped;
       continue;
@@ -168,7 +169,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   BackgroundCompiler compiler(jobs, cache, options.compile_jobs);
 
   const std::size_t total = options.budget ? std::min(options.budget, candidates.size()) : candidates.size();
-  out << family.name << " " << problem_text << " on " << device.name << ": " << enumerate_space(family).size()
+  out << family.name << " " << problem_text << " on " << device.name << ": " << space.size()
       << " configurations, " << pruned.size() << " pruned before compiling, " << total << " to measure"
       << (options.strategy != "brute_force" ? " (" + options.strategy + ")" : "") << "\n";
   out.flush();
