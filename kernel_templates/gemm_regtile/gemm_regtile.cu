@@ -19,6 +19,12 @@
 // K % 4 != 0 (N % 4 != 0) rows of A (B and C) are not 16-byte aligned and scalar loads/stores are used; the
 // choice is a block-uniform run-time test, so any M, N, K >= 1 is right.
 //
+// SPLIT_K > 1 (Hopper thread block clusters, sm_90+): the SPLIT_K blocks of a cluster (grid z) compute the same
+// tile of C over consecutive slices of K, each a whole number of BK steps. They then write their accumulators
+// to their own shared memory, and after a cluster barrier each block sums 1/SPLIT_K of the tile's rows over
+// all the blocks' shared memory (distributed shared memory) and stores them to C. No workspace, no atomics,
+// no second kernel: small problems get SPLIT_K times more blocks to fill the SMs.
+//
 // GROUP_M > 1 launches blocks in groups of GROUP_M block rows (column-major inside a group) for L2 reuse; it is
 // not in family.json (no gain measured on the H100 at the default sizes) and defaults to 1.
 
@@ -58,6 +64,17 @@
 #ifndef MIN_WARPS
 #define MIN_WARPS 0
 #endif
+#ifndef SPLIT_K
+#define SPLIT_K 1
+#endif
+#if SPLIT_K > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "SPLIT_K > 1 needs thread block clusters (sm_90 or newer)"
+#endif
+#if SPLIT_K > 1
+#define CLUSTER_ATTR __cluster_dims__(1, 1, SPLIT_K)
+#else
+#define CLUSTER_ATTR
+#endif
 
 #define WARP_M (32 / WARP_N)
 #define WTILE_M (TM * WARP_M)  // rows of C per warp
@@ -85,8 +102,9 @@ static_assert(THREADS % 32 == 0, "whole warps");
 static_assert((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0, "loads must divide among threads");
 static_assert(THREADS % A_CHUNKS_PER_ROW == 0 && THREADS % B_CHUNKS_PER_ROW == 0, "load mapping");
 static_assert(PAD_A % 4 == 0, "PAD_A keeps 16-byte alignment");
+static_assert(BM % SPLIT_K == 0, "each block of a cluster reduces BM / SPLIT_K rows");
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float4 smem_f4[];
   float* const As = reinterpret_cast<float*>(smem_f4);
@@ -110,6 +128,16 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #endif
   const int m0 = bm * BM, n0 = bn * BN;
 
+  // This block's slice of K: [k_begin, k_end), whole BK steps (all of K when SPLIT_K == 1). A slice may be
+  // empty when K is small; its accumulators stay 0.
+#if SPLIT_K > 1
+  const int steps_all = (K + BK - 1) / BK;
+  const int k_begin = min(K, (int)blockIdx.z * ((steps_all + SPLIT_K - 1) / SPLIT_K) * BK);
+  const int k_end = min(K, k_begin + ((steps_all + SPLIT_K - 1) / SPLIT_K) * BK);
+#else
+  const int k_begin = 0, k_end = K;
+#endif
+
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
   const int a_frag = (warp / WARPS_N) * WTILE_M + (lane / WARP_N) * 4;  // first row of the thread in the tile
@@ -130,7 +158,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 
   // Reads the tiles of A and B at k0 into ra, rb.
   auto load_tiles = [&](const int k0) {
-    const bool full_k = k0 + BK <= K;
+    const bool full_k = k0 + BK <= k_end;
     if (fast_a && full_k) {
       const float* p = A + (size_t)(m0 + a_row) * K + (k0 + a_col);
 #pragma unroll
@@ -140,15 +168,15 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
       for (int i = 0; i < A_LOADS; ++i) {
         const int m = m0 + a_row + i * A_ROW_STEP, k = k0 + a_col;
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (m < M && k < K) {
+        if (m < M && k < k_end) {
           const float* p = A + (size_t)m * K + k;
           if (vec_a) {
-            v = *reinterpret_cast<const float4*>(p);  // K % 4 == 0 and k % 4 == 0: k < K means k + 3 < K
+            v = *reinterpret_cast<const float4*>(p);  // k_end % 4 == 0 and k % 4 == 0: k < k_end means k + 3 < k_end
           } else {
             v.x = p[0];
-            if (k + 1 < K) v.y = p[1];
-            if (k + 2 < K) v.z = p[2];
-            if (k + 3 < K) v.w = p[3];
+            if (k + 1 < k_end) v.y = p[1];
+            if (k + 2 < k_end) v.z = p[2];
+            if (k + 3 < k_end) v.w = p[3];
           }
         }
         ra[i] = v;
@@ -163,7 +191,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
       for (int i = 0; i < B_LOADS; ++i) {
         const int k = k0 + b_row + i * B_ROW_STEP, n = n0 + b_col;
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (k < K && n < N) {
+        if (k < k_end && n < N) {
           const float* p = B + (size_t)k * N + n;
           if (vec_b) {
             v = *reinterpret_cast<const float4*>(p);
@@ -239,16 +267,16 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #endif
   };
 
-  const int steps = (K + BK - 1) / BK;
+  const int steps = (k_end - k_begin + BK - 1) / BK;
 #if STAGES == 2 && FRAG_PIPE
   // Software pipeline: while step t multiplies buffer t&1, registers hold the tile of step t+1 (read from
   // global memory during step t-1). Before the last k of step t they go to buffer (t+1)&1, whose readers all
   // passed the barrier of step t-1; after this step's barrier the tile of step t+2 is requested and the
   // fragments of the next buffer's first k are read, so their latency hides behind the last outer product.
   float a[2][TM], b[2][TN];
-  load_tiles(0);
+  load_tiles(k_begin);
   store_tiles(0);
-  if (steps > 1) load_tiles(BK);
+  if (steps > 1) load_tiles(k_begin + BK);
   __syncthreads();
   load_frags(a[0], b[0], 0, 0);
   for (int t = 0; t < steps; ++t) {
@@ -258,7 +286,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
       if (kk == BK - 1) {
         if (t + 1 < steps) store_tiles(cur ^ 1);
         __syncthreads();
-        if (t + 2 < steps) load_tiles((t + 2) * BK);
+        if (t + 2 < steps) load_tiles(k_begin + (t + 2) * BK);
         load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur ^ 1, 0);  // unused after the last step
       } else {
         load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur, kk + 1);
@@ -271,12 +299,12 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   // into buffer (t+1)&1, whose readers all passed the previous barrier, and one barrier ends the step.
   // (The compiler schedules the fragment reads inside a step.)
   float a[TM], b[TN];
-  load_tiles(0);
+  load_tiles(k_begin);
   store_tiles(0);
   __syncthreads();
   for (int t = 0; t < steps; ++t) {
     const bool more = t + 1 < steps;
-    if (more) load_tiles((t + 1) * BK);
+    if (more) load_tiles(k_begin + (t + 1) * BK);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       load_frags(a, b, t & 1, kk);
@@ -287,11 +315,11 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   }
 #else
   float a[TM], b[TN];
-  load_tiles(0);
+  load_tiles(k_begin);
   for (int t = 0; t < steps; ++t) {
     store_tiles(0);
     __syncthreads();
-    if (t + 1 < steps) load_tiles((t + 1) * BK);
+    if (t + 1 < steps) load_tiles(k_begin + (t + 1) * BK);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       load_frags(a, b, 0, kk);
@@ -301,6 +329,62 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   }
 #endif
 
+#if SPLIT_K > 1
+  // Reduce across the cluster. Every block's partial tile goes to its own shared memory as red[BM][BN]
+  // (dynamic shared memory holds at least BM * BN floats for SPLIT_K > 1).
+  float* const red = As;
+  __syncthreads();  // the last fragments were read from shared memory
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row = a_frag + (i / 4) * 4 * WARP_M + (i % 4);
+#pragma unroll
+    for (int j4 = 0; j4 < TN / 4; ++j4)
+      *reinterpret_cast<float4*>(red + row * BN + b_frag + j4 * 4 * WARP_N) =
+          make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]);
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  {
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const unsigned red_base = static_cast<unsigned>(__cvta_generic_to_shared(red));
+    unsigned peer[SPLIT_K];
+#pragma unroll
+    for (int r = 0; r < SPLIT_K; ++r) asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(peer[r]) : "r"(red_base), "r"(r));
+    constexpr int ROWS = BM / SPLIT_K, CHUNKS = ROWS * (BN / 4);
+    const bool interior = vec_c && m0 + BM <= M && n0 + BN <= N;
+    for (int c = tid; c < CHUNKS; c += THREADS) {
+      const int row = rank * ROWS + c / (BN / 4), col = (c % (BN / 4)) * 4;
+      const unsigned off = static_cast<unsigned>((row * BN + col) * 4);
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int r = 0; r < SPLIT_K; ++r) {
+        float4 v;
+        asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(peer[r] + off) : "memory");
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
+      }
+      const int grow = m0 + row, gcol = n0 + col;
+      if (interior) {
+        *reinterpret_cast<float4*>(C + (size_t)grow * N + gcol) = sum;
+      } else if (grow < M && gcol < N) {
+        float* p = C + (size_t)grow * N + gcol;
+        if (vec_c) {
+          *reinterpret_cast<float4*>(p) = sum;
+        } else {
+          p[0] = sum.x;
+          if (gcol + 1 < N) p[1] = sum.y;
+          if (gcol + 2 < N) p[2] = sum.z;
+          if (gcol + 3 < N) p[3] = sum.w;
+        }
+      }
+    }
+  }
+  // No block may leave while the others still read its shared memory.
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
   // Write the thread's tile of C.
   const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
 #pragma unroll
@@ -325,4 +409,5 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
       }
     }
   }
+#endif
 }

@@ -113,6 +113,7 @@ TEST(Family, MalformedDescriptionsGiveOneLineErrors) {
       {"\"tiny.cu\"", "\"missing.cu\"", "cannot read"},
       {"\"GB/s\"", "\"furlongs\"", "metric.unit"},
       {"[\"100\"]", "[\"0\"]", "default size"},
+      {"\"B\": {\"values\"", "\"cc\": {\"values\"", "reserved for the device's compute capability"},
   };
   for (const auto& c : cases) {
     const std::string err = load_error(c.from, c.to);

@@ -88,6 +88,22 @@ TEST(Plan, ProblemArgumentsEnterConstraints) {
   EXPECT_EQ(prune_before_compile(f, h100, narrow, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 0}}).outcome, Outcome::ok);
 }
 
+// Constraints read the device's compute capability as 'cc': gemm_regtile's cluster split-K needs sm_90.
+TEST(Plan, ConstraintsReadTheComputeCapability) {
+  const auto& f = find_family(builtin(), "gemm_regtile");
+  const ProblemKey p = f.make_problem({1000, 1000, 1000}, {});
+  Params split = f.default_params();
+  split["SPLIT_K"] = 2;
+  const auto on_h100 = prune_before_compile(f, load_profile("h100"), p, split);
+  EXPECT_EQ(on_h100.outcome, Outcome::ok) << on_h100.reason;
+  EXPECT_EQ(on_h100.launch.grid[2], 2);
+  EXPECT_EQ(on_h100.launch.dynamic_smem, 4 * 128 * 256);  // the reduction buffer outgrows the pipeline's
+  const auto on_a100 = prune_before_compile(f, load_profile("a100"), p, split);
+  EXPECT_EQ(on_a100.outcome, Outcome::pruned);
+  EXPECT_EQ(on_a100.reason, "constraint: SPLIT_K > 1 reduces through thread block clusters (sm_90 or newer)");
+  EXPECT_EQ(prune_before_compile(f, load_profile("a100"), p, f.default_params()).outcome, Outcome::ok);
+}
+
 // Every runnable configuration of every built-in family compiles with NVRTC for sm_80 and sm_90, and a
 // second plan takes every one of them from the cache. Families with thousands of configurations are
 // compiled on an evenly spaced sample of 60 here (the whole space compiles in 'tiletune plan' on a GPU

@@ -214,7 +214,11 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   for (const auto& d : f.dims) known.insert(d);
   for (const auto& a : f.problem_args) known.insert(a.name);
   const std::set<std::string> problem_names = known;
-  for (const auto& p : f.parameters) known.insert(p.name);
+  for (const auto& p : f.parameters) {
+    if (p.name == kDeviceCcVar) r.fail("parameters." + p.name + ": the name is reserved for the device's compute capability");
+    known.insert(p.name);
+  }
+  known.insert(kDeviceCcVar);  // constraints and launch expressions may read the device's compute capability
   auto check_names = [&](const Expr& e, const std::set<std::string>& allowed, const std::string& where) {
     for (const auto& v : e.variables())
       if (!allowed.count(v)) r.fail(where + " reads unknown name '" + v + "' in '" + e.text() + "'");

@@ -48,7 +48,8 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
     c.reason = std::move(why);
     return c;
   };
-  const Vars vars = family.vars(problem, params);
+  Vars vars = family.vars(problem, params);
+  vars[kDeviceCcVar] = device.cc_major * 10 + device.cc_minor;
   try {
     for (const auto& constraint : family.constraints)
       if (!constraint.expr.eval(vars)) return prune("constraint: " + constraint.message);

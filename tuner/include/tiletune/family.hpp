@@ -13,6 +13,10 @@
 
 namespace tiletune {
 
+// The name under which constraints and launch expressions read the device's compute capability, as
+// 10 * major + minor (90 on the H100). It is reserved: no parameter or problem argument may take it.
+inline constexpr const char* kDeviceCcVar = "cc";
+
 class FamilyError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
