@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "../test_paths.hpp"
@@ -166,6 +168,41 @@ TEST(Plan, CompileErrorsCarryTheFullLog) {
   apply_compile_result(c, r, load_profile("h100"));
   EXPECT_EQ(c.outcome, Outcome::compile_failed);
   EXPECT_NE(c.reason.find("k.cu"), std::string::npos);
+}
+
+// NVRTC 12.9+ has its own on-disk cache, and what it serves from there comes without ptxas's report: the same
+// source compiled again must still report its registers (tiletune passes --no-cache).
+TEST(Plan, RecompilingTheSameSourceStillReportsResources) {
+  const CompileJob job{"extern \"C\" __global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n", "k.cu", "k", "sm_90", {}};
+  for (int i = 0; i < 3; ++i) {
+    const CompileResult r = compile(job);
+    ASSERT_TRUE(std::holds_alternative<CompiledKernel>(r));
+    EXPECT_GT(std::get<CompiledKernel>(r).usage.registers, 0) << "compile " << i << ":\n" << std::get<CompiledKernel>(r).log;
+  }
+}
+
+// Without a fixed order nothing compiles ahead until asked: prefetch starts compiler processes for exactly
+// the jobs named, and get() waits for them.
+TEST(Plan, BackgroundCompilerCompilesWhatIsPrefetched) {
+  const auto& f = find_family(builtin(), "conv1d_tiled");
+  const DeviceLimits device = load_profile("h100");
+  std::vector<CompileJob> jobs;
+  for (const auto& params : enumerate_space(f)) jobs.push_back(compile_job(f, device, params));
+  jobs.resize(4);
+  test::TempDir dir;
+  const CompileCache cache(dir.path);
+  auto cached = [&](std::size_t i) { return std::filesystem::exists(dir.path / (cache.key(jobs[i]) + ".json")); };
+  BackgroundCompiler compiler(jobs, cache, 2, /*eager=*/false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (std::size_t i = 0; i < jobs.size(); ++i) EXPECT_FALSE(cached(i)) << i;
+  compiler.prefetch({2, 0, 1});
+  for (std::size_t i : {0, 1, 2}) {
+    const CompileResult r = compiler.get(i, false);
+    ASSERT_TRUE(std::holds_alternative<CompiledKernel>(r)) << i;
+    EXPECT_GT(std::get<CompiledKernel>(r).usage.registers, 0);
+    EXPECT_TRUE(cached(i)) << i;
+  }
+  EXPECT_FALSE(cached(3));
 }
 
 TEST(Plan, ThreadsAndProcessesGiveTheSameResults) {

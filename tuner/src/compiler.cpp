@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -84,6 +85,12 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+bool nvrtc_has_own_cache() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return major > 12 || (major == 12 && minor >= 9);
+}
+
 ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel) {
   ResourceUsage u;
   const std::string marker = "Compiling entry function '" + kernel + "'";
@@ -111,6 +118,9 @@ CompileResult compile(const CompileJob& job) {
   TILETUNE_NVRTC_CHECK(nvrtcCreateProgram(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
   Program program(raw);
   std::vector<std::string> options = {"--gpu-architecture=" + job.arch, "--ptxas-options=-v", "--std=c++17"};
+  // NVRTC 12.9 and later keep their own on-disk cache, and a result served from it carries no ptxas report
+  // (no registers, no spills). tiletune caches compiled kernels itself, so NVRTC's cache stays off.
+  if (nvrtc_has_own_cache()) options.push_back("--no-cache");
   options.insert(options.end(), job.options.begin(), job.options.end());
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
@@ -276,25 +286,64 @@ std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, cons
   return out;
 }
 
-BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const CompileCache& cache, int workers)
+BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const CompileCache& cache, int workers, bool eager)
     : jobs_(std::move(jobs)), cache_(cache), workers_(std::max(1, workers)) {
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < jobs_.size(); ++i) {
     keys_.push_back(cache_.key(jobs_[i]));
-    if (cache_.enabled() && !std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) todo.push_back(i);
+    if (eager && cache_.enabled() && !std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) todo.push_back(i);
   }
   if (cache_.enabled() && !todo.empty())
     children_ = spawn_compilers(jobs_, todo, keys_, cache_, std::min<int>(workers_, static_cast<int>(todo.size())), &jobs_file_);
 }
 
 BackgroundCompiler::~BackgroundCompiler() {
+  std::error_code ec;
   for (int pid : children_) {
     if (pid <= 0) continue;
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);
   }
-  std::error_code ec;
+  for (const auto& c : singles_) {
+    ::kill(c.pid, SIGTERM);
+    ::waitpid(c.pid, nullptr, 0);
+    std::filesystem::remove(c.file, ec);
+  }
   if (!jobs_file_.empty()) std::filesystem::remove(jobs_file_, ec);
+}
+
+bool BackgroundCompiler::in_flight(std::size_t index) const {
+  return std::any_of(singles_.begin(), singles_.end(), [&](const Single& c) { return c.index == index; });
+}
+
+void BackgroundCompiler::pump() {
+  std::error_code ec;
+  for (auto it = singles_.begin(); it != singles_.end();) {
+    int status = 0;
+    if (::waitpid(it->pid, &status, WNOHANG) == it->pid) {
+      std::filesystem::remove(it->file, ec);
+      it = singles_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  while (!queue_.empty() && static_cast<int>(singles_.size()) < workers_) {
+    const std::size_t i = queue_.front();
+    queue_.erase(queue_.begin());
+    if (in_flight(i) || std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) continue;
+    std::filesystem::path file;
+    const auto pids = spawn_compilers(jobs_, {i}, keys_, cache_, 1, &file);
+    if (pids.empty()) break;
+    singles_.push_back({pids.front(), i, file});
+  }
+}
+
+void BackgroundCompiler::prefetch(const std::vector<std::size_t>& indices) {
+  if (!cache_.enabled()) return;
+  queue_.clear();
+  for (std::size_t i : indices)
+    if (i < jobs_.size() && !in_flight(i) && !std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) queue_.push_back(i);
+  pump();
 }
 
 CompileResult BackgroundCompiler::get(std::size_t index, bool wait_for_children) {
@@ -310,9 +359,16 @@ CompileResult BackgroundCompiler::get(std::size_t index, bool wait_for_children)
     if (!any_alive) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  // A prefetch child that has the job: wait for it (the others keep compiling meanwhile).
+  while (in_flight(index)) {
+    if (auto hit = cache_.load(keys_[index])) return std::move(*hit);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    pump();
+  }
   if (auto hit = cache_.load(keys_[index])) return std::move(*hit);
   CompileResult r = compile(jobs_[index]);
   cache_.store(keys_[index], r);
+  pump();
   return r;
 }
 

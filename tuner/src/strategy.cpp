@@ -38,9 +38,11 @@ class OrderedStrategy : public Strategy {
   std::size_t pos_ = 0;
 };
 
-// Simulated annealing over the parameter grid: a neighbour changes one parameter to the adjacent value in
-// its list. A slower neighbour is accepted with probability exp(-relative slowdown / temperature), and the
-// temperature falls as the budget is spent. When every neighbour is measured it restarts at random.
+// Simulated annealing over the parameter grid, a neighbourhood at a time: a neighbour changes one parameter
+// to the adjacent value in its list. From the current point every unmeasured neighbour is measured (they
+// compile together, in parallel: see upcoming()); then the walk moves to the best of them if it is faster, or
+// else with probability exp(-relative slowdown / temperature), the temperature falling as the budget is spent.
+// When every neighbour of the current point is measured it restarts at a random unmeasured point.
 class AnnealingStrategy : public Strategy {
  public:
   AnnealingStrategy(const KernelFamily& family, const std::vector<Params>& candidates, std::size_t budget, std::uint64_t seed)
@@ -54,36 +56,46 @@ class AnnealingStrategy : public Strategy {
   std::optional<std::size_t> next(const std::vector<std::optional<double>>& times) override {
     const std::size_t done = count_measured(times);
     if (done >= budget_ || done >= candidates_.size()) return std::nullopt;
-    // Move the current point given the last measurement.
-    if (last_ && times[*last_]) {
-      const double t = *times[*last_];
-      if (!current_ || !std::isfinite(current_time_)) {
-        if (std::isfinite(t) || !current_) current_ = *last_, current_time_ = t;
-      } else if (std::isfinite(t)) {
-        const double temperature = 0.3 * (1.0 - static_cast<double>(done) / static_cast<double>(budget_)) + 1e-3;
-        const double slowdown = (t - current_time_) / current_time_;
-        std::uniform_real_distribution<double> u(0.0, 1.0);
-        if (slowdown <= 0 || u(rng_) < std::exp(-slowdown / temperature)) current_ = *last_, current_time_ = t;
+    // Drop what was measured meanwhile (never ask twice).
+    batch_.erase(std::remove_if(batch_.begin(), batch_.end(), [&](std::size_t i) { return times[i].has_value(); }), batch_.end());
+    if (batch_.empty()) {
+      if (!current_) {  // the first point, or the one after a restart
+        if (last_ && times[*last_] && std::isfinite(*times[*last_])) current_ = *last_, current_time_ = *times[*last_];
+      } else if (!measured_batch_.empty()) {  // the neighbourhood is measured: move
+        std::optional<std::size_t> best;
+        for (std::size_t i : measured_batch_)
+          if (times[i] && std::isfinite(*times[i]) && (!best || *times[i] < *times[*best])) best = i;
+        if (best) {
+          const double t = *times[*best];
+          const double temperature = 0.3 * (1.0 - static_cast<double>(done) / static_cast<double>(budget_)) + 1e-3;
+          const double slowdown = (t - current_time_) / current_time_;
+          std::uniform_real_distribution<double> u(0.0, 1.0);
+          if (slowdown <= 0 || u(rng_) < std::exp(-slowdown / temperature)) current_ = *best, current_time_ = t;
+        }
       }
+      measured_batch_.clear();
+      if (current_)
+        for (std::size_t n : neighbours(*current_))
+          if (!times[n]) batch_.push_back(n);
+      if (batch_.empty()) {  // start, or a dead end: a random unmeasured point
+        current_.reset();
+        std::vector<std::size_t> open;
+        for (std::size_t i = 0; i < times.size(); ++i)
+          if (!times[i]) open.push_back(i);
+        if (open.empty()) return std::nullopt;
+        last_ = open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(rng_)];
+        return last_;
+      }
+      std::shuffle(batch_.begin(), batch_.end(), rng_);
+      if (batch_.size() > budget_ - done) batch_.resize(budget_ - done);
     }
-    std::optional<std::size_t> pick;
-    if (current_) {
-      std::vector<std::size_t> fresh;
-      for (std::size_t n : neighbours(*current_))
-        if (!times[n]) fresh.push_back(n);
-      if (!fresh.empty()) pick = fresh[std::uniform_int_distribution<std::size_t>(0, fresh.size() - 1)(rng_)];
-    }
-    if (!pick) {  // start, or a dead end: a random unmeasured candidate
-      std::vector<std::size_t> open;
-      for (std::size_t i = 0; i < times.size(); ++i)
-        if (!times[i]) open.push_back(i);
-      if (open.empty()) return std::nullopt;
-      pick = open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(rng_)];
-      if (current_ && !std::isfinite(current_time_)) current_.reset();
-    }
-    last_ = pick;
-    return pick;
+    last_ = batch_.back();
+    batch_.pop_back();
+    measured_batch_.push_back(*last_);
+    return last_;
   }
+
+  std::vector<std::size_t> upcoming() const override { return batch_; }
 
   std::vector<std::size_t> likely_order() const override {
     std::vector<std::size_t> all(candidates_.size());
@@ -120,6 +132,7 @@ class AnnealingStrategy : public Strategy {
   std::mt19937_64 rng_;
   std::optional<std::size_t> current_, last_;
   double current_time_ = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> batch_, measured_batch_;
 };
 
 }  // namespace

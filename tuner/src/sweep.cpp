@@ -166,7 +166,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
       job_of[i] = jobs.size();
       jobs.push_back(compile_job(family, device, candidates[i].params));
     }
-  BackgroundCompiler compiler(jobs, cache, options.compile_jobs);
+  BackgroundCompiler compiler(jobs, cache, options.compile_jobs, strategy->order_is_fixed());
 
   const std::size_t total = options.budget ? std::min(options.budget, candidates.size()) : candidates.size();
   out << family.name << " " << problem_text << " on " << device.name << ": " << space.size()
@@ -211,6 +211,11 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     if (!pick) break;
     PlannedConfig& c = candidates[*pick];
     const auto tc = Clock::now();
+    if (!strategy->order_is_fixed()) {  // compile the pick and what comes after it together
+      std::vector<std::size_t> ahead = {job_of[*pick]};
+      for (std::size_t i : strategy->upcoming()) ahead.push_back(job_of[i]);
+      compiler.prefetch(ahead);
+    }
     CompileResult compiled = compiler.get(job_of[*pick], strategy->order_is_fixed());
     summary.compile_wait_seconds += since(tc);
     apply_compile_result(c, compiled, device);

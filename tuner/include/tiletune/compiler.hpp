@@ -43,6 +43,8 @@ using CompileResult = std::variant<CompiledKernel, CompileError>;
 
 // The NVRTC version as "13.0".
 std::string nvrtc_version();
+// Whether this NVRTC keeps its own compile cache (12.9 and later); tiletune turns it off with --no-cache.
+bool nvrtc_has_own_cache();
 
 // Parses ptxas's "-v" lines for one kernel out of an NVRTC log.
 ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel);
@@ -83,21 +85,36 @@ std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, cons
 // get(i) waits for job i only.
 class BackgroundCompiler {
  public:
-  BackgroundCompiler(std::vector<CompileJob> jobs, const CompileCache& cache, int workers);
+  // eager: compile every job ahead, in order, in `workers` processes (for a fixed order). Otherwise nothing
+  // is compiled until asked for with prefetch().
+  BackgroundCompiler(std::vector<CompileJob> jobs, const CompileCache& cache, int workers, bool eager = true);
   ~BackgroundCompiler();
   BackgroundCompiler(const BackgroundCompiler&) = delete;
   BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
-  // Waits for a child to compile job `index`; with wait_for_children false, a job not compiled yet is
-  // compiled here at once (for strategies whose order is not known ahead).
+  // Waits for a child to compile job `index`; with wait_for_children false, a job that no child has taken
+  // is compiled here at once (for strategies whose order is not known ahead).
   CompileResult get(std::size_t index, bool wait_for_children = true);
+  // Replaces the queue of jobs to compile next (those not cached and not already compiling), one process
+  // each, at most `workers` at a time; the first in the list starts first.
+  void prefetch(const std::vector<std::size_t>& indices);
 
  private:
+  void pump();  // reaps finished children and starts queued jobs
+  bool in_flight(std::size_t index) const;
+
   std::vector<CompileJob> jobs_;
   std::vector<std::string> keys_;
   const CompileCache& cache_;
-  std::vector<int> children_;  // pids
+  std::vector<int> children_;  // pids of the eager children
   int workers_ = 1;
   std::filesystem::path jobs_file_;
+  struct Single {
+    int pid;
+    std::size_t index;
+    std::filesystem::path file;
+  };
+  std::vector<Single> singles_;     // prefetch children, one job each
+  std::vector<std::size_t> queue_;  // prefetch jobs not started yet
 };
 
 // The compiler process's side (see run_child_if_requested).

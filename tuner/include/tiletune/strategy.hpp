@@ -21,6 +21,9 @@ class Strategy {
   virtual std::vector<std::size_t> likely_order() const = 0;
   // Whether likely_order is the true order (compiling ahead then never wastes work).
   virtual bool order_is_fixed() const = 0;
+  // For a strategy whose order is not fixed: what it will ask for after the candidate next() just gave, so
+  // that they compile together.
+  virtual std::vector<std::size_t> upcoming() const { return {}; }
 };
 
 std::vector<std::string> strategy_names();  // brute_force, random, annealing
