@@ -6,6 +6,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <algorithm>
 
 #include "../test_paths.hpp"
 #include "tiletune/bench.hpp"
@@ -44,7 +46,7 @@ SweepOptions quick() {
   o.measure.min_reps = 2;
   o.measure.max_reps = 3;
   o.measure.budget_ms = 20;
-  o.compile_jobs = 8;
+  o.compile_jobs = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
   return o;
 }
 
@@ -88,7 +90,16 @@ TEST(Gpu, EveryConfigurationIsCorrectOnAwkwardSizes) {
       {"conv2d_tiled", {37, 29}, {{"mask_width", 7}, {"boundary", 1}}},
       {"conv2d_tiled", {5, 3}, {{"mask_width", 15}}},
       {"conv2d_tiled", {67, 100}, {{"mask_width", 5}}},
-      // gemm_regtile has thousands of configurations: a random 150 of them at each size.
+      // A mask as wide as the input, and mask width 1, in both boundary modes.
+      {"conv1d_register", {31}, {{"mask_width", 31}}},
+      {"conv1d_register", {63}, {{"mask_width", 63}, {"boundary", 1}}},
+      {"conv1d_register", {1001}, {{"mask_width", 1}, {"boundary", 1}}},
+      {"conv2d_tiled", {15, 15}, {{"mask_width", 15}, {"boundary", 1}}},
+      {"conv2d_tiled", {9, 13}, {{"mask_width", 9}}},
+      {"conv2d_tiled", {33, 17}, {{"mask_width", 1}, {"boundary", 1}}},
+      {"conv2d_naive", {37, 29}, {{"mask_width", 7}, {"boundary", 1}}},
+      {"conv2d_naive", {5, 3}, {{"mask_width", 15}}},
+      // gemm_regtile has thousands of configurations: a random 120 of them at each size.
       {"gemm_regtile", {37, 53, 29}, {}},
       {"gemm_regtile", {1, 1, 1}, {}},
       {"gemm_regtile", {129, 67, 1027}, {}},
@@ -99,7 +110,11 @@ TEST(Gpu, EveryConfigurationIsCorrectOnAwkwardSizes) {
     SweepOptions o = quick();
     if (c.family == "gemm_regtile") {
       o.strategy = "random";
-      o.budget = 150;
+      o.budget = 120;
+    }
+    if (c.family == "conv2d_tiled") {  // wide masks take NVRTC seconds per configuration: a random 30
+      o.strategy = "random";
+      o.budget = 30;
     }
     const SweepRun r = sweep(f, p, dir.path / "t.db", o);
     int ok = 0;
