@@ -104,6 +104,26 @@ static_assert(THREADS % A_CHUNKS_PER_ROW == 0 && THREADS % B_CHUNKS_PER_ROW == 0
 static_assert(PAD_A % 4 == 0, "PAD_A keeps 16-byte alignment");
 static_assert(BM % SPLIT_K == 0, "each block of a cluster reduces BM / SPLIT_K rows");
 
+// Stores 4 consecutive outputs of row `row` from column `col` (a multiple of 4): one 16-byte store inside the
+// matrix (`interior`: the whole block tile is inside and rows are 16-byte aligned), otherwise checked, with a
+// 16-byte store when N % 4 == 0 (col < N then means col + 3 < N) and scalar stores when rows are unaligned.
+__device__ __forceinline__ void store_c4(float* __restrict__ C, int M, int N, int row, int col, float4 v,
+                                         bool interior, bool vec_c) {
+  if (interior) {
+    *reinterpret_cast<float4*>(C + (size_t)row * N + col) = v;
+  } else if (row < M && col < N) {
+    float* p = C + (size_t)row * N + col;
+    if (vec_c) {
+      *reinterpret_cast<float4*>(p) = v;
+    } else {
+      p[0] = v.x;
+      if (col + 1 < N) p[1] = v.y;
+      if (col + 2 < N) p[2] = v.z;
+      if (col + 3 < N) p[3] = v.w;
+    }
+  }
+}
+
 extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float4 smem_f4[];
@@ -366,20 +386,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
         sum.z += v.z;
         sum.w += v.w;
       }
-      const int grow = m0 + row, gcol = n0 + col;
-      if (interior) {
-        *reinterpret_cast<float4*>(C + (size_t)grow * N + gcol) = sum;
-      } else if (grow < M && gcol < N) {
-        float* p = C + (size_t)grow * N + gcol;
-        if (vec_c) {
-          *reinterpret_cast<float4*>(p) = sum;
-        } else {
-          p[0] = sum.x;
-          if (gcol + 1 < N) p[1] = sum.y;
-          if (gcol + 2 < N) p[2] = sum.z;
-          if (gcol + 3 < N) p[3] = sum.w;
-        }
-      }
+      store_c4(C, M, N, m0 + row, n0 + col, sum, interior, vec_c);
     }
   }
   // No block may leave while the others still read its shared memory.
@@ -393,20 +400,8 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #pragma unroll
     for (int j4 = 0; j4 < TN / 4; ++j4) {
       const int col = n0 + b_frag + j4 * 4 * WARP_N;
-      const float4 v = make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]);
-      if (interior_c) {
-        *reinterpret_cast<float4*>(C + (size_t)row * N + col) = v;
-      } else if (row < M && col < N) {
-        float* p = C + (size_t)row * N + col;
-        if (vec_c) {
-          *reinterpret_cast<float4*>(p) = v;  // N % 4 == 0 and col % 4 == 0: col < N means col + 3 < N
-        } else {
-          p[0] = v.x;
-          if (col + 1 < N) p[1] = v.y;
-          if (col + 2 < N) p[2] = v.z;
-          if (col + 3 < N) p[3] = v.w;
-        }
-      }
+      store_c4(C, M, N, row, col, make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]),
+               interior_c, vec_c);
     }
   }
 #endif

@@ -181,14 +181,20 @@ TEST(Plan, RecompilingTheSameSourceStillReportsResources) {
   }
 }
 
-// Without a fixed order nothing compiles ahead until asked: prefetch starts compiler processes for exactly
-// the jobs named, and get() waits for them.
-TEST(Plan, BackgroundCompilerCompilesWhatIsPrefetched) {
+// The first n configurations of conv1d_tiled as compile jobs for the H100.
+static std::vector<CompileJob> first_conv1d_jobs(std::size_t n) {
   const auto& f = find_family(builtin(), "conv1d_tiled");
   const DeviceLimits device = load_profile("h100");
   std::vector<CompileJob> jobs;
   for (const auto& params : enumerate_space(f)) jobs.push_back(compile_job(f, device, params));
-  jobs.resize(4);
+  jobs.resize(n);
+  return jobs;
+}
+
+// Without a fixed order nothing compiles ahead until asked: prefetch starts compiler processes for exactly
+// the jobs named, and get() waits for them.
+TEST(Plan, BackgroundCompilerCompilesWhatIsPrefetched) {
+  const std::vector<CompileJob> jobs = first_conv1d_jobs(4);
   test::TempDir dir;
   const CompileCache cache(dir.path);
   auto cached = [&](std::size_t i) { return std::filesystem::exists(dir.path / (cache.key(jobs[i]) + ".json")); };
@@ -206,11 +212,7 @@ TEST(Plan, BackgroundCompilerCompilesWhatIsPrefetched) {
 }
 
 TEST(Plan, ThreadsAndProcessesGiveTheSameResults) {
-  const auto& f = find_family(builtin(), "conv1d_tiled");
-  const DeviceLimits device = load_profile("h100");
-  std::vector<CompileJob> jobs;
-  for (const auto& params : enumerate_space(f)) jobs.push_back(compile_job(f, device, params));
-  jobs.resize(6);
+  const std::vector<CompileJob> jobs = first_conv1d_jobs(6);
   test::TempDir a, b;
   const auto by_process = compile_all(jobs, CompileCache(a.path), 2, ParallelMode::processes);
   const auto by_thread = compile_all(jobs, CompileCache(b.path), 2, ParallelMode::threads);
