@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -55,6 +56,40 @@ TEST(Strategy, AnnealingFindsTheOptimumOfASmoothLandscapeWithinHalfTheSpace) {
   const auto [best, n] = run("annealing", 60);
   EXPECT_LE(n, 60u);
   EXPECT_DOUBLE_EQ(best, 1.0);
+}
+
+// Annealing announces what it will ask for (so that it compiles together): apart from its random starts,
+// every candidate it asks for was announced by upcoming() after the previous one.
+TEST(Strategy, AnnealingAsksForWhatItAnnounced) {
+  const auto fams = load_families({tiletune::test::templates_dir()});
+  const auto& f = find_family(fams, "gemm_regtile");
+  std::vector<Params> candidates;
+  const DeviceLimits h100 = load_profile("h100");
+  for (const auto& p : enumerate_space(f))
+    if (prune_before_compile(f, h100, f.make_problem({1000, 1000, 1000}, {}), p).outcome == Outcome::ok) candidates.push_back(p);
+  // A landscape with one best point: the distance in steps along each parameter's list from the default.
+  const Params best = f.default_params();
+  auto cost = [&](const Params& p) {
+    double c = 1.0;
+    for (const auto& param : f.parameters) {
+      const auto& v = param.values;
+      c += std::abs(std::find(v.begin(), v.end(), p.at(param.name)) - std::find(v.begin(), v.end(), best.at(param.name)));
+    }
+    return c;
+  };
+  auto s = make_strategy("annealing", f, candidates, 80, 3);
+  std::vector<std::optional<double>> times(candidates.size());
+  std::vector<std::size_t> announced;
+  int asked = 0, foreseen = 0;
+  while (auto i = s->next(times)) {
+    ++asked;
+    if (std::find(announced.begin(), announced.end(), *i) != announced.end()) ++foreseen;
+    times[*i] = cost(candidates[*i]);
+    announced = s->upcoming();
+    for (auto a : announced) EXPECT_FALSE(times[a].has_value()) << "announced a measured candidate";
+  }
+  EXPECT_EQ(asked, 80);
+  EXPECT_GE(foreseen, asked * 3 / 4) << foreseen << " of " << asked;
 }
 
 TEST(Strategy, UnknownNameIsRejected) {

@@ -79,6 +79,7 @@ class AnnealingStrategy : public Strategy {
           if (!times[n]) batch_.push_back(n);
       if (batch_.empty()) {  // start, or a dead end: a random unmeasured point
         current_.reset();
+        speculative_.clear();
         std::vector<std::size_t> open;
         for (std::size_t i = 0; i < times.size(); ++i)
           if (!times[i]) open.push_back(i);
@@ -91,11 +92,25 @@ class AnnealingStrategy : public Strategy {
     }
     last_ = batch_.back();
     batch_.pop_back();
+    // Where the walk will likely go next: the best neighbour measured so far, if it beats the current point.
+    // Its own neighbours are worth compiling while the rest of this neighbourhood is measured.
+    speculative_.clear();
+    std::optional<std::size_t> lead;
+    for (std::size_t i : measured_batch_)
+      if (times[i] && std::isfinite(*times[i]) && *times[i] < current_time_ && (!lead || *times[i] < *times[*lead])) lead = i;
+    if (lead)
+      for (std::size_t n : neighbours(*lead))
+        if (!times[n] && n != *last_ && std::find(batch_.begin(), batch_.end(), n) == batch_.end()) speculative_.push_back(n);
     measured_batch_.push_back(*last_);
     return last_;
   }
 
-  std::vector<std::size_t> upcoming() const override { return batch_; }
+  // This neighbourhood's rest first, then the likely next one's.
+  std::vector<std::size_t> upcoming() const override {
+    std::vector<std::size_t> out = batch_;
+    out.insert(out.end(), speculative_.begin(), speculative_.end());
+    return out;
+  }
 
   std::vector<std::size_t> likely_order() const override {
     std::vector<std::size_t> all(candidates_.size());
@@ -132,7 +147,7 @@ class AnnealingStrategy : public Strategy {
   std::mt19937_64 rng_;
   std::optional<std::size_t> current_, last_;
   double current_time_ = std::numeric_limits<double>::infinity();
-  std::vector<std::size_t> batch_, measured_batch_;
+  std::vector<std::size_t> batch_, measured_batch_, speculative_;
 };
 
 }  // namespace
