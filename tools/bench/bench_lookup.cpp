@@ -110,34 +110,24 @@ const Query same_arch_query{"gemm_tiled", "NVIDIA H100 PCIe", "sm_90", cube(1000
 const Query not_found_query{"gemm_tiled", "RTX 9000", "sm_120", cube(1000)};
 
 // Repeated questions: the client answers from its cache after checking that no one has committed since.
-void BM_ExactRepeated(benchmark::State& state) {
+void run_repeated(benchmark::State& state, const Query& query, tiletune::Match match) {
   const Client client = open_client();
   for (auto _ : state) {
-    auto lookup = client.best(exact_query);
+    auto lookup = client.best(query);
     benchmark::DoNotOptimize(lookup);
   }
-  expect(state, client.best(exact_query), tiletune::Match::exact);
+  expect(state, client.best(query), match);
 }
+
+void BM_ExactRepeated(benchmark::State& state) { run_repeated(state, exact_query, tiletune::Match::exact); }
 BENCHMARK(BM_ExactRepeated);
 
 void BM_NearestSizeRepeated(benchmark::State& state) {
-  const Client client = open_client();
-  for (auto _ : state) {
-    auto lookup = client.best(nearest_query);
-    benchmark::DoNotOptimize(lookup);
-  }
-  expect(state, client.best(nearest_query), tiletune::Match::nearest_size);
+  run_repeated(state, nearest_query, tiletune::Match::nearest_size);
 }
 BENCHMARK(BM_NearestSizeRepeated);
 
-void BM_NotFoundRepeated(benchmark::State& state) {
-  const Client client = open_client();
-  for (auto _ : state) {
-    auto lookup = client.best(not_found_query);
-    benchmark::DoNotOptimize(lookup);
-  }
-  expect(state, client.best(not_found_query), tiletune::Match::not_found);
-}
+void BM_NotFoundRepeated(benchmark::State& state) { run_repeated(state, not_found_query, tiletune::Match::not_found); }
 BENCHMARK(BM_NotFoundRepeated);
 
 // Every question new to the client, so each one runs its SQL. The exact query varies only its arch, which an

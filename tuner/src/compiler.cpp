@@ -291,7 +291,7 @@ BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const Compi
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < jobs_.size(); ++i) {
     keys_.push_back(cache_.key(jobs_[i]));
-    if (eager && cache_.enabled() && !std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) todo.push_back(i);
+    if (eager && cache_.enabled() && !cached(i)) todo.push_back(i);
   }
   if (cache_.enabled() && !todo.empty())
     children_ = spawn_compilers(jobs_, todo, keys_, cache_, std::min<int>(workers_, static_cast<int>(todo.size())), &jobs_file_);
@@ -312,6 +312,10 @@ BackgroundCompiler::~BackgroundCompiler() {
   if (!jobs_file_.empty()) std::filesystem::remove(jobs_file_, ec);
 }
 
+bool BackgroundCompiler::cached(std::size_t index) const {
+  return std::filesystem::exists(cache_.dir() / (keys_[index] + ".json"));
+}
+
 bool BackgroundCompiler::in_flight(std::size_t index) const {
   return std::any_of(singles_.begin(), singles_.end(), [&](const Single& c) { return c.index == index; });
 }
@@ -330,7 +334,7 @@ void BackgroundCompiler::pump() {
   while (!queue_.empty() && static_cast<int>(singles_.size()) < workers_) {
     const std::size_t i = queue_.front();
     queue_.erase(queue_.begin());
-    if (in_flight(i) || std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) continue;
+    if (in_flight(i) || cached(i)) continue;
     std::filesystem::path file;
     const auto pids = spawn_compilers(jobs_, {i}, keys_, cache_, 1, &file);
     if (pids.empty()) break;
@@ -340,9 +344,9 @@ void BackgroundCompiler::pump() {
 
 void BackgroundCompiler::prefetch(const std::vector<std::size_t>& indices) {
   if (!cache_.enabled()) return;
-  queue_.clear();
+  queue_.clear();  // pump() skips what is cached or compiling by the time a process is free
   for (std::size_t i : indices)
-    if (i < jobs_.size() && !in_flight(i) && !std::filesystem::exists(cache_.dir() / (keys_[i] + ".json"))) queue_.push_back(i);
+    if (i < jobs_.size()) queue_.push_back(i);
   pump();
 }
 

@@ -47,9 +47,10 @@ class AnnealingStrategy : public Strategy {
  public:
   AnnealingStrategy(const KernelFamily& family, const std::vector<Params>& candidates, std::size_t budget, std::uint64_t seed)
       : candidates_(candidates), budget_(budget ? budget : candidates.size()), rng_(seed) {
-    for (const auto& p : family.parameters) values_.push_back(p.values);
-    names_.reserve(family.parameters.size());
-    for (const auto& p : family.parameters) names_.push_back(p.name);
+    for (const auto& p : family.parameters) {
+      values_.push_back(p.values);
+      names_.push_back(p.name);
+    }
     for (std::size_t i = 0; i < candidates_.size(); ++i) index_[key(candidates_[i])] = i;
   }
 
@@ -62,10 +63,7 @@ class AnnealingStrategy : public Strategy {
       if (!current_) {  // the first point, or the one after a restart
         if (last_ && times[*last_] && std::isfinite(*times[*last_])) current_ = *last_, current_time_ = *times[*last_];
       } else if (!measured_batch_.empty()) {  // the neighbourhood is measured: move
-        std::optional<std::size_t> best;
-        for (std::size_t i : measured_batch_)
-          if (times[i] && std::isfinite(*times[i]) && (!best || *times[i] < *times[*best])) best = i;
-        if (best) {
+        if (const auto best = fastest(measured_batch_, times)) {
           const double t = *times[*best];
           const double temperature = 0.3 * (1.0 - static_cast<double>(done) / static_cast<double>(budget_)) + 1e-3;
           const double slowdown = (t - current_time_) / current_time_;
@@ -95,10 +93,8 @@ class AnnealingStrategy : public Strategy {
     // Where the walk will likely go next: the best neighbour measured so far, if it beats the current point.
     // Its own neighbours are worth compiling while the rest of this neighbourhood is measured.
     speculative_.clear();
-    std::optional<std::size_t> lead;
-    for (std::size_t i : measured_batch_)
-      if (times[i] && std::isfinite(*times[i]) && *times[i] < current_time_ && (!lead || *times[i] < *times[*lead])) lead = i;
-    if (lead)
+    const auto lead = fastest(measured_batch_, times);
+    if (lead && *times[*lead] < current_time_)
       for (std::size_t n : neighbours(*lead))
         if (!times[n] && n != *last_ && std::find(batch_.begin(), batch_.end(), n) == batch_.end()) speculative_.push_back(n);
     measured_batch_.push_back(*last_);
@@ -121,6 +117,15 @@ class AnnealingStrategy : public Strategy {
 
  private:
   std::string key(const Params& p) const { return params_to_text(p); }
+
+  // The fastest of `among` that ran (a finite measured time), if any did.
+  static std::optional<std::size_t> fastest(const std::vector<std::size_t>& among,
+                                            const std::vector<std::optional<double>>& times) {
+    std::optional<std::size_t> best;
+    for (std::size_t i : among)
+      if (times[i] && std::isfinite(*times[i]) && (!best || *times[i] < *times[*best])) best = i;
+    return best;
+  }
 
   std::vector<std::size_t> neighbours(std::size_t i) const {
     std::vector<std::size_t> out;

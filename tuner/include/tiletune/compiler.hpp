@@ -100,6 +100,7 @@ class BackgroundCompiler {
 
  private:
   void pump();  // reaps finished children and starts queued jobs
+  bool cached(std::size_t index) const;  // the cache holds job `index`'s result
   bool in_flight(std::size_t index) const;
 
   std::vector<CompileJob> jobs_;
