@@ -25,6 +25,10 @@
 // all the blocks' shared memory (distributed shared memory) and stores them to C. No workspace, no atomics,
 // no second kernel: small problems get SPLIT_K times more blocks to fill the SMs.
 //
+// STREAM_K > 0 (any arch): STREAM_K blocks per SM (the grid is STREAM_K * SMs), each taking an equal share of
+// all tiles' BK steps, so that no last wave is partial (see the end of the kernel); a tile cut between blocks is
+// summed in C, in K order.
+//
 // GROUP_M > 1 launches blocks in groups of GROUP_M block rows (column-major inside a group) for L2 reuse; it is
 // not in family.json (no gain measured on the H100 at the default sizes) and defaults to 1.
 
@@ -66,6 +70,12 @@
 #endif
 #ifndef SPLIT_K
 #define SPLIT_K 1
+#endif
+#ifndef STREAM_K
+#define STREAM_K 0
+#endif
+#if STREAM_K && SPLIT_K > 1
+#error "STREAM_K and SPLIT_K > 1 are two ways to split K: choose one"
 #endif
 #if SPLIT_K > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "SPLIT_K > 1 needs thread block clusters (sm_90 or newer)"
@@ -124,39 +134,49 @@ __device__ __forceinline__ void store_c4(float* __restrict__ C, int M, int N, in
   }
 }
 
+// Loads 4 consecutive outputs as store_c4 stores them (through L2: other blocks wrote them in this launch).
+__device__ __forceinline__ float4 load_c4(const float* __restrict__ C, int M, int N, int row, int col, bool interior,
+                                          bool vec_c) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (interior) {
+    v = __ldcg(reinterpret_cast<const float4*>(C + (size_t)row * N + col));
+  } else if (row < M && col < N) {
+    const float* p = C + (size_t)row * N + col;
+    if (vec_c) {
+      v = __ldcg(reinterpret_cast<const float4*>(p));
+    } else {
+      v.x = __ldcg(p);
+      if (col + 1 < N) v.y = __ldcg(p + 1);
+      if (col + 2 < N) v.z = __ldcg(p + 2);
+      if (col + 3 < N) v.w = __ldcg(p + 3);
+    }
+  }
+  return v;
+}
+
+#if STREAM_K
+// Stream-K state, zero when the module loads and zero again at the end of every launch: the ticket counter that
+// numbers the blocks in the order they start, and one flag per block (a tile cut between blocks is flagged by
+// the block that holds its first step).
+#define STREAM_K_MAX_BLOCKS 4096
+__device__ unsigned int gemm_regtile_ticket;
+__device__ unsigned int gemm_regtile_flags[STREAM_K_MAX_BLOCKS];
+
+__device__ __forceinline__ unsigned int ld_acquire(const unsigned int* p) {
+  unsigned int v;
+  asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned int* p, unsigned int v) {
+  asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+#endif
+
 extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float4 smem_f4[];
   float* const As = reinterpret_cast<float*>(smem_f4);
   float* const Bs = As + STAGES * A_STAGE;
-
-  // Block coordinates.
-#if GROUP_M > 1
-  int bm, bn;
-  {
-    const int grid_n = gridDim.x, grid_m = gridDim.y;
-    const int pid = blockIdx.y * grid_n + blockIdx.x;
-    const int per_group = GROUP_M * grid_n;
-    const int first_m = (pid / per_group) * GROUP_M;
-    const int rows = min(grid_m - first_m, GROUP_M);
-    const int in_group = pid % per_group;
-    bm = first_m + in_group % rows;
-    bn = in_group / rows;
-  }
-#else
-  const int bm = blockIdx.y, bn = blockIdx.x;
-#endif
-  const int m0 = bm * BM, n0 = bn * BN;
-
-  // This block's slice of K: [k_begin, k_end), whole BK steps (all of K when SPLIT_K == 1). A slice may be
-  // empty when K is small; its accumulators stay 0.
-#if SPLIT_K > 1
-  const int steps_all = (K + BK - 1) / BK;
-  const int k_begin = min(K, (int)blockIdx.z * ((steps_all + SPLIT_K - 1) / SPLIT_K) * BK);
-  const int k_end = min(K, k_begin + ((steps_all + SPLIT_K - 1) / SPLIT_K) * BK);
-#else
-  const int k_begin = 0, k_end = K;
-#endif
 
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
@@ -171,84 +191,9 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   const bool vec_a = (K & 3) == 0 && (reinterpret_cast<unsigned long long>(A) & 15) == 0;
   const bool vec_b = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
   const bool vec_c = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(C) & 15) == 0;
-  const bool fast_a = vec_a && m0 + BM <= M;
-  const bool fast_b = vec_b && n0 + BN <= N;
 
   float4 ra[A_LOADS], rb[B_LOADS];
-
-  // Reads the tiles of A and B at k0 into ra, rb.
-  auto load_tiles = [&](const int k0) {
-    const bool full_k = k0 + BK <= k_end;
-    if (fast_a && full_k) {
-      const float* p = A + (size_t)(m0 + a_row) * K + (k0 + a_col);
-#pragma unroll
-      for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const float4*>(p + (size_t)i * A_ROW_STEP * K);
-    } else {
-#pragma unroll
-      for (int i = 0; i < A_LOADS; ++i) {
-        const int m = m0 + a_row + i * A_ROW_STEP, k = k0 + a_col;
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (m < M && k < k_end) {
-          const float* p = A + (size_t)m * K + k;
-          if (vec_a) {
-            v = *reinterpret_cast<const float4*>(p);  // k_end % 4 == 0 and k % 4 == 0: k < k_end means k + 3 < k_end
-          } else {
-            v.x = p[0];
-            if (k + 1 < k_end) v.y = p[1];
-            if (k + 2 < k_end) v.z = p[2];
-            if (k + 3 < k_end) v.w = p[3];
-          }
-        }
-        ra[i] = v;
-      }
-    }
-    if (fast_b && full_k) {
-      const float* p = B + (size_t)(k0 + b_row) * N + (n0 + b_col);
-#pragma unroll
-      for (int i = 0; i < B_LOADS; ++i) rb[i] = *reinterpret_cast<const float4*>(p + (size_t)i * B_ROW_STEP * N);
-    } else {
-#pragma unroll
-      for (int i = 0; i < B_LOADS; ++i) {
-        const int k = k0 + b_row + i * B_ROW_STEP, n = n0 + b_col;
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (k < k_end && n < N) {
-          const float* p = B + (size_t)k * N + n;
-          if (vec_b) {
-            v = *reinterpret_cast<const float4*>(p);
-          } else {
-            v.x = p[0];
-            if (n + 1 < N) v.y = p[1];
-            if (n + 2 < N) v.z = p[2];
-            if (n + 3 < N) v.w = p[3];
-          }
-        }
-        rb[i] = v;
-      }
-    }
-  };
-
-  // Writes ra (transposed) and rb into shared buffer s.
-  auto store_tiles = [&](const int s) {
-    float* as = As + s * A_STAGE;
-    float* bs = Bs + s * B_STAGE;
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int r = a_row + i * A_ROW_STEP;
-      as[(a_col + 0) * LDA + r] = ra[i].x;
-      as[(a_col + 1) * LDA + r] = ra[i].y;
-      as[(a_col + 2) * LDA + r] = ra[i].z;
-      as[(a_col + 3) * LDA + r] = ra[i].w;
-    }
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i)
-      *reinterpret_cast<float4*>(bs + (b_row + i * B_ROW_STEP) * LDB + b_col) = rb[i];
-  };
-
   float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
   // Fragments of A and B for one k of shared buffer s.
   auto load_frags = [&](float (&a)[TM], float (&b)[TN], const int s, const int kk) {
@@ -287,67 +232,242 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #endif
   };
 
-  const int steps = (k_end - k_begin + BK - 1) / BK;
-#if STAGES == 2 && FRAG_PIPE
-  // Software pipeline: while step t multiplies buffer t&1, registers hold the tile of step t+1 (read from
-  // global memory during step t-1). Before the last k of step t they go to buffer (t+1)&1, whose readers all
-  // passed the barrier of step t-1; after this step's barrier the tile of step t+2 is requested and the
-  // fragments of the next buffer's first k are read, so their latency hides behind the last outer product.
-  float a[2][TM], b[2][TN];
-  load_tiles(k_begin);
-  store_tiles(0);
-  if (steps > 1) load_tiles(k_begin + BK);
-  __syncthreads();
-  load_frags(a[0], b[0], 0, 0);
-  for (int t = 0; t < steps; ++t) {
-    const int cur = t & 1;
+  // The main loop for the block tile at (m0, n0) over [k_begin, k_end): acc = A[m0.., k_begin..k_end) *
+  // B[k_begin..k_end), n0..).
+  auto mainloop = [&](const int m0, const int n0, const int k_begin, const int k_end) {
+    const bool fast_a = vec_a && m0 + BM <= M;
+    const bool fast_b = vec_b && n0 + BN <= N;
+
+    // Reads the tiles of A and B at k0 into ra, rb.
+    auto load_tiles = [&](const int k0) {
+      const bool full_k = k0 + BK <= k_end;
+      if (fast_a && full_k) {
+        const float* p = A + (size_t)(m0 + a_row) * K + (k0 + a_col);
 #pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      if (kk == BK - 1) {
-        if (t + 1 < steps) store_tiles(cur ^ 1);
-        __syncthreads();
-        if (t + 2 < steps) load_tiles(k_begin + (t + 2) * BK);
-        load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur ^ 1, 0);  // unused after the last step
+        for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const float4*>(p + (size_t)i * A_ROW_STEP * K);
       } else {
-        load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur, kk + 1);
-      }
-      outer_product(a[kk & 1], b[kk & 1]);
-    }
-  }
-#elif STAGES == 2
-  // Step t multiplies buffer t&1 while the tile of step t+1 is in flight to registers; it is then stored
-  // into buffer (t+1)&1, whose readers all passed the previous barrier, and one barrier ends the step.
-  // (The compiler schedules the fragment reads inside a step.)
-  float a[TM], b[TN];
-  load_tiles(k_begin);
-  store_tiles(0);
-  __syncthreads();
-  for (int t = 0; t < steps; ++t) {
-    const bool more = t + 1 < steps;
-    if (more) load_tiles(k_begin + (t + 1) * BK);
 #pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      load_frags(a, b, t & 1, kk);
-      outer_product(a, b);
-    }
-    if (more) store_tiles((t + 1) & 1);
+        for (int i = 0; i < A_LOADS; ++i) {
+          const int m = m0 + a_row + i * A_ROW_STEP, k = k0 + a_col;
+          float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+          if (m < M && k < k_end) {
+            const float* p = A + (size_t)m * K + k;
+            if (vec_a) {
+              v = *reinterpret_cast<const float4*>(p);  // k_end % 4 == 0 and k % 4 == 0: k < k_end means k + 3 < k_end
+            } else {
+              v.x = p[0];
+              if (k + 1 < k_end) v.y = p[1];
+              if (k + 2 < k_end) v.z = p[2];
+              if (k + 3 < k_end) v.w = p[3];
+            }
+          }
+          ra[i] = v;
+        }
+      }
+      if (fast_b && full_k) {
+        const float* p = B + (size_t)(k0 + b_row) * N + (n0 + b_col);
+#pragma unroll
+        for (int i = 0; i < B_LOADS; ++i) rb[i] = *reinterpret_cast<const float4*>(p + (size_t)i * B_ROW_STEP * N);
+      } else {
+#pragma unroll
+        for (int i = 0; i < B_LOADS; ++i) {
+          const int k = k0 + b_row + i * B_ROW_STEP, n = n0 + b_col;
+          float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+          if (k < k_end && n < N) {
+            const float* p = B + (size_t)k * N + n;
+            if (vec_b) {
+              v = *reinterpret_cast<const float4*>(p);
+            } else {
+              v.x = p[0];
+              if (n + 1 < N) v.y = p[1];
+              if (n + 2 < N) v.z = p[2];
+              if (n + 3 < N) v.w = p[3];
+            }
+          }
+          rb[i] = v;
+        }
+      }
+    };
+
+    // Writes ra (transposed) and rb into shared buffer s.
+    auto store_tiles = [&](const int s) {
+      float* as = As + s * A_STAGE;
+      float* bs = Bs + s * B_STAGE;
+#pragma unroll
+      for (int i = 0; i < A_LOADS; ++i) {
+        const int r = a_row + i * A_ROW_STEP;
+        as[(a_col + 0) * LDA + r] = ra[i].x;
+        as[(a_col + 1) * LDA + r] = ra[i].y;
+        as[(a_col + 2) * LDA + r] = ra[i].z;
+        as[(a_col + 3) * LDA + r] = ra[i].w;
+      }
+#pragma unroll
+      for (int i = 0; i < B_LOADS; ++i)
+        *reinterpret_cast<float4*>(bs + (b_row + i * B_ROW_STEP) * LDB + b_col) = rb[i];
+    };
+
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+    const int steps = (k_end - k_begin + BK - 1) / BK;
+#if STAGES == 2 && FRAG_PIPE
+    // Software pipeline: while step t multiplies buffer t&1, registers hold the tile of step t+1 (read from
+    // global memory during step t-1). Before the last k of step t they go to buffer (t+1)&1, whose readers all
+    // passed the barrier of step t-1; after this step's barrier the tile of step t+2 is requested and the
+    // fragments of the next buffer's first k are read, so their latency hides behind the last outer product.
+    float a[2][TM], b[2][TN];
+    load_tiles(k_begin);
+    store_tiles(0);
+    if (steps > 1) load_tiles(k_begin + BK);
     __syncthreads();
-  }
-#else
-  float a[TM], b[TN];
-  load_tiles(k_begin);
-  for (int t = 0; t < steps; ++t) {
+    load_frags(a[0], b[0], 0, 0);
+    for (int t = 0; t < steps; ++t) {
+      const int cur = t & 1;
+#pragma unroll
+      for (int kk = 0; kk < BK; ++kk) {
+        if (kk == BK - 1) {
+          if (t + 1 < steps) store_tiles(cur ^ 1);
+          __syncthreads();
+          if (t + 2 < steps) load_tiles(k_begin + (t + 2) * BK);
+          load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur ^ 1, 0);  // unused after the last step
+        } else {
+          load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur, kk + 1);
+        }
+        outer_product(a[kk & 1], b[kk & 1]);
+      }
+    }
+#elif STAGES == 2
+    // Step t multiplies buffer t&1 while the tile of step t+1 is in flight to registers; it is then stored
+    // into buffer (t+1)&1, whose readers all passed the previous barrier, and one barrier ends the step.
+    // (The compiler schedules the fragment reads inside a step.)
+    float a[TM], b[TN];
+    load_tiles(k_begin);
     store_tiles(0);
     __syncthreads();
-    if (t + 1 < steps) load_tiles(k_begin + (t + 1) * BK);
+    for (int t = 0; t < steps; ++t) {
+      const bool more = t + 1 < steps;
+      if (more) load_tiles(k_begin + (t + 1) * BK);
 #pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      load_frags(a, b, 0, kk);
-      outer_product(a, b);
+      for (int kk = 0; kk < BK; ++kk) {
+        load_frags(a, b, t & 1, kk);
+        outer_product(a, b);
+      }
+      if (more) store_tiles((t + 1) & 1);
+      __syncthreads();
     }
-    __syncthreads();
-  }
+#else
+    float a[TM], b[TN];
+    load_tiles(k_begin);
+    for (int t = 0; t < steps; ++t) {
+      store_tiles(0);
+      __syncthreads();
+      if (t + 1 < steps) load_tiles(k_begin + (t + 1) * BK);
+#pragma unroll
+      for (int kk = 0; kk < BK; ++kk) {
+        load_frags(a, b, 0, kk);
+        outer_product(a, b);
+      }
+      __syncthreads();
+    }
 #endif
+  };
+
+#if STREAM_K
+  // Stream-K: STREAM_K blocks per SM (grid = STREAM_K * sms). The work is every tile's BK steps laid end to
+  // end (tiles in row-major order); block c takes the steps [c * total / G, (c + 1) * total / G), so every
+  // block does the same number of steps whatever the tile count, and no SM idles in a last partial wave.
+  // A tile cut between blocks is summed in C itself, in K order: the piece that starts the tile stores its
+  // partial sums and raises the tile's flag to the step it ended at; the next piece waits for that value, adds
+  // C to its accumulators, stores, and raises the flag again; the piece that ends the tile lowers it to 0 for
+  // the next launch. Blocks walk their range backwards, so a tile's first piece is its block's first job and
+  // its later pieces are their blocks' last, and the waits are short. A block only waits on blocks that took
+  // their ticket (the block's logical index, taken on entry) before it: those are running or done, so there
+  // is no deadlock whatever the order in which the hardware starts blocks and however many fit at once.
+  __shared__ unsigned int sk_ticket;
+  if (tid == 0) sk_ticket = atomicInc(&gemm_regtile_ticket, gridDim.x - 1);  // wraps to 0 after each launch
+  __syncthreads();
+  const long long G = gridDim.x, cta = sk_ticket;
+  const int tiles_n = (N + BN - 1) / BN;
+  const int ipt = (K + BK - 1) / BK;  // steps per tile
+  const long long total = (long long)tiles_n * ((M + BM - 1) / BM) * ipt;
+  const long long first = cta * total / G;
+  long long it = (cta + 1) * total / G;
+  while (it > first) {
+    const int t = static_cast<int>((it - 1) / ipt);
+    const long long tile_first = (long long)t * ipt;
+    const int ks = static_cast<int>(max(first, tile_first) - tile_first), ke = static_cast<int>(it - tile_first);
+    it = tile_first + ks;
+    const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
+    __syncthreads();  // the previous tile's readers of shared memory are done
+    mainloop(m0, n0, ks * BK, min(K, ke * BK));
+    const bool whole = ks == 0 && ke == ipt;
+    // The tile's flag belongs to the block whose range holds the tile's first step.
+    unsigned int* const flag = gemm_regtile_flags + ((tile_first + 1) * G - 1) / total;
+    if (ks > 0) {
+      if (tid == 0)
+        while (ld_acquire(flag) != static_cast<unsigned int>(ks)) __nanosleep(64);
+      __syncthreads();
+    }
+    const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int row = m0 + a_frag + (i / 4) * 4 * WARP_M + (i % 4);
+#pragma unroll
+      for (int j4 = 0; j4 < TN / 4; ++j4) {
+        const int col = n0 + b_frag + j4 * 4 * WARP_N;
+        float4 v = make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]);
+        if (ks > 0) {
+          const float4 c = load_c4(C, M, N, row, col, interior_c, vec_c);  // the earlier pieces' sum
+          v.x = c.x + v.x;
+          v.y = c.y + v.y;
+          v.z = c.z + v.z;
+          v.w = c.w + v.w;
+        }
+        store_c4(C, M, N, row, col, v, interior_c, vec_c);
+      }
+    }
+    if (!whole) {
+      if (ke < ipt) {  // a later piece follows: publish this one's sums
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) st_release(flag, static_cast<unsigned int>(ke));
+      } else if (tid == 0) {
+        *flag = 0u;  // the tile is done; the flag is free for the next launch
+      }
+    }
+  }
+#else
+  // Block coordinates.
+#if GROUP_M > 1
+  int bm, bn;
+  {
+    const int grid_n = gridDim.x, grid_m = gridDim.y;
+    const int pid = blockIdx.y * grid_n + blockIdx.x;
+    const int per_group = GROUP_M * grid_n;
+    const int first_m = (pid / per_group) * GROUP_M;
+    const int rows = min(grid_m - first_m, GROUP_M);
+    const int in_group = pid % per_group;
+    bm = first_m + in_group % rows;
+    bn = in_group / rows;
+  }
+#else
+  const int bm = blockIdx.y, bn = blockIdx.x;
+#endif
+  const int m0 = bm * BM, n0 = bn * BN;
+
+  // This block's slice of K: [k_begin, k_end), whole BK steps (all of K when SPLIT_K == 1). A slice may be
+  // empty when K is small; its accumulators stay 0.
+#if SPLIT_K > 1
+  const int steps_all = (K + BK - 1) / BK;
+  const int k_begin = min(K, (int)blockIdx.z * ((steps_all + SPLIT_K - 1) / SPLIT_K) * BK);
+  const int k_end = min(K, k_begin + ((steps_all + SPLIT_K - 1) / SPLIT_K) * BK);
+#else
+  const int k_begin = 0, k_end = K;
+#endif
+
+  mainloop(m0, n0, k_begin, k_end);
 
 #if SPLIT_K > 1
   // Reduce across the cluster. Every block's partial tile goes to its own shared memory as red[BM][BN]
@@ -404,5 +524,6 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
                interior_c, vec_c);
     }
   }
+#endif
 #endif
 }

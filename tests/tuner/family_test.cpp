@@ -114,6 +114,7 @@ TEST(Family, MalformedDescriptionsGiveOneLineErrors) {
       {"\"GB/s\"", "\"furlongs\"", "metric.unit"},
       {"[\"100\"]", "[\"0\"]", "default size"},
       {"\"B\": {\"values\"", "\"cc\": {\"values\"", "reserved for the device's compute capability"},
+      {"\"B\": {\"values\"", "\"sms\": {\"values\"", "reserved for the device's SM count"},
   };
   for (const auto& c : cases) {
     const std::string err = load_error(c.from, c.to);

@@ -106,6 +106,27 @@ TEST(Plan, ConstraintsReadTheComputeCapability) {
   EXPECT_EQ(prune_before_compile(f, load_profile("a100"), p, f.default_params()).outcome, Outcome::ok);
 }
 
+// Launch expressions read the device's SM count as 'sms': stream-K launches one block per SM whatever the size.
+TEST(Plan, LaunchReadsTheSmCount) {
+  const auto& f = find_family(builtin(), "gemm_regtile");
+  Params sk = f.default_params();
+  sk["STREAM_K"] = 1;
+  for (const auto& [profile, sms] : {std::pair<const char*, int>{"h100", 132}, {"a100", 108}})
+    for (const auto& size : {std::vector<std::int64_t>{1, 1, 1}, {2000, 2000, 2000}, {16384, 256, 4096}}) {
+      const auto c = prune_before_compile(f, load_profile(profile), f.make_problem(size, {}), sk);
+      ASSERT_EQ(c.outcome, Outcome::ok) << c.reason;
+      EXPECT_EQ(c.launch.grid[0], sms) << profile;
+      EXPECT_EQ(c.launch.grid[1], 1);
+    }
+  const auto data_parallel = prune_before_compile(f, load_profile("h100"), f.make_problem({2000, 2000, 2000}, {}),
+                                                  f.default_params());
+  EXPECT_EQ(data_parallel.launch.grid[0], 8);  // ceil(2000 / 256)
+  EXPECT_EQ(data_parallel.launch.grid[1], 16);
+  sk["SPLIT_K"] = 2;
+  const auto both = prune_before_compile(f, load_profile("h100"), f.make_problem({2000, 2000, 2000}, {}), sk);
+  EXPECT_EQ(both.outcome, Outcome::pruned);
+}
+
 // Every runnable configuration of every built-in family compiles with NVRTC for sm_80 and sm_90, and a
 // second plan takes every one of them from the cache. Families with thousands of configurations are
 // compiled on an evenly spaced sample of 60 here (the whole space compiles in 'tiletune plan' on a GPU

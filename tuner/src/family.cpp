@@ -216,9 +216,12 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   const std::set<std::string> problem_names = known;
   for (const auto& p : f.parameters) {
     if (p.name == kDeviceCcVar) r.fail("parameters." + p.name + ": the name is reserved for the device's compute capability");
+    if (p.name == kDeviceSmsVar) r.fail("parameters." + p.name + ": the name is reserved for the device's SM count");
     known.insert(p.name);
   }
-  known.insert(kDeviceCcVar);  // constraints and launch expressions may read the device's compute capability
+  // Constraints and launch expressions may read the device's compute capability and SM count.
+  known.insert(kDeviceCcVar);
+  known.insert(kDeviceSmsVar);
   auto check_names = [&](const Expr& e, const std::set<std::string>& allowed, const std::string& where) {
     for (const auto& v : e.variables())
       if (!allowed.count(v)) r.fail(where + " reads unknown name '" + v + "' in '" + e.text() + "'");

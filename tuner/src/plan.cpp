@@ -50,6 +50,7 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
   };
   Vars vars = family.vars(problem, params);
   vars[kDeviceCcVar] = device.cc_major * 10 + device.cc_minor;
+  vars[kDeviceSmsVar] = device.sm_count;
   try {
     for (const auto& constraint : family.constraints)
       if (!constraint.expr.eval(vars)) return prune("constraint: " + constraint.message);

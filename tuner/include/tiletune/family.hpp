@@ -16,6 +16,9 @@ namespace tiletune {
 // The name under which constraints and launch expressions read the device's compute capability, as
 // 10 * major + minor (90 on the H100). It is reserved: no parameter or problem argument may take it.
 inline constexpr const char* kDeviceCcVar = "cc";
+// The name under which they read the device's number of SMs (132 on the H100 SXM), e.g. for a grid of one block
+// per SM. Reserved too.
+inline constexpr const char* kDeviceSmsVar = "sms";
 
 class FamilyError : public std::runtime_error {
  public:
