@@ -15,7 +15,10 @@
 // per step.
 //
 // Edges: a block whose rows (columns) lie inside M (N) and whose tile of K is full loads without checks;
-// otherwise every element is checked and reads 0 outside the matrices (that also zeroes the K tail). When
+// otherwise every element is checked and reads 0 outside the matrices (that also zeroes the K tail). With
+// EDGE_CLAMP, every full tile of K loads without checks: rows (columns) past M (N) load the last row (columns)
+// instead, as they only reach outputs that are not stored (edge blocks then run as fast as the others; the
+// interior's code differs, and which is faster depends on the size). When
 // K % 4 != 0 (N % 4 != 0) rows of A (B and C) are not 16-byte aligned and scalar loads/stores are used; the
 // choice is a block-uniform run-time test, so any M, N, K >= 1 is right.
 //
@@ -73,6 +76,9 @@
 #endif
 #ifndef STREAM_K
 #define STREAM_K 0
+#endif
+#ifndef EDGE_CLAMP
+#define EDGE_CLAMP 0
 #endif
 #if STREAM_K && SPLIT_K > 1
 #error "STREAM_K and SPLIT_K > 1 are two ways to split K: choose one"
@@ -235,16 +241,32 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   // The main loop for the block tile at (m0, n0) over [k_begin, k_end): acc = A[m0.., k_begin..k_end) *
   // B[k_begin..k_end), n0..).
   auto mainloop = [&](const int m0, const int n0, const int k_begin, const int k_end) {
+#if EDGE_CLAMP
+    // Where the block crosses row M (column N), the rows (columns) past it load the last row (columns) instead:
+    // they only reach outputs that are not stored. So every full tile of K takes the same unchecked 16-byte
+    // loads, from these clamped sources, inside the matrices or not.
+    size_t a_src[A_LOADS];
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) a_src[i] = (size_t)min(m0 + a_row + i * A_ROW_STEP, M - 1) * K + a_col;
+    const float* const b_src = B + (vec_b ? min(n0 + b_col, N - 4) : 0) + (size_t)b_row * N;
+    const bool fast_a = vec_a, fast_b = vec_b;
+#else
     const bool fast_a = vec_a && m0 + BM <= M;
     const bool fast_b = vec_b && n0 + BN <= N;
+#endif
 
     // Reads the tiles of A and B at k0 into ra, rb.
     auto load_tiles = [&](const int k0) {
       const bool full_k = k0 + BK <= k_end;
       if (fast_a && full_k) {
+#if EDGE_CLAMP
+#pragma unroll
+        for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const float4*>(A + a_src[i] + k0);
+#else
         const float* p = A + (size_t)(m0 + a_row) * K + (k0 + a_col);
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const float4*>(p + (size_t)i * A_ROW_STEP * K);
+#endif
       } else {
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) {
@@ -265,7 +287,11 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
         }
       }
       if (fast_b && full_k) {
+#if EDGE_CLAMP
+        const float* p = b_src + (size_t)k0 * N;
+#else
         const float* p = B + (size_t)(k0 + b_row) * N + (n0 + b_col);
+#endif
 #pragma unroll
         for (int i = 0; i < B_LOADS; ++i) rb[i] = *reinterpret_cast<const float4*>(p + (size_t)i * B_ROW_STEP * N);
       } else {

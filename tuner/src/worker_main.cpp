@@ -276,7 +276,10 @@ class Runner {
       grid = dim3(static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2]));
       block = dim3(static_cast<unsigned>(b[0]), static_cast<unsigned>(b[1]), static_cast<unsigned>(b[2]));
       dyn = m.at("dynamic_smem").get<std::size_t>();
-      if (dyn > 48 * 1024)
+      // Past 48 KB of shared memory per block (static and dynamic together) the kernel must opt in.
+      cudaFuncAttributes attrs{};
+      TILETUNE_CUDA_CHECK(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(kernel)));
+      if (dyn + attrs.sharedSizeBytes > 48 * 1024)
         TILETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dyn)));
       // Kernel arguments point at storage that stays put for the whole measurement.
