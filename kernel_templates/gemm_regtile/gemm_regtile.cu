@@ -160,6 +160,22 @@ __device__ __forceinline__ float4 load_c4(const float* __restrict__ C, int M, in
   return v;
 }
 
+// Calls f(row, col, v) for each run of 4 of a thread's accumulators: v holds its outputs at row `row`, columns
+// col..col+3, for a block tile whose first row and column are m0 and n0 (the thread's first ones in the tile:
+// a_frag, b_frag). A function template, not a generic lambda: NVRTC compiles no host code.
+template <class F>
+__device__ __forceinline__ void for_each_acc4(const float (&acc)[TM][TN], int m0, int n0, int a_frag, int b_frag,
+                                              F&& f) {
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row = m0 + a_frag + (i / 4) * 4 * WARP_M + (i % 4);
+#pragma unroll
+    for (int j4 = 0; j4 < TN / 4; ++j4)
+      f(row, n0 + b_frag + j4 * 4 * WARP_N,
+        make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]));
+  }
+}
+
 #if STREAM_K
 // Stream-K state, zero when the module loads and zero again at the end of every launch: the ticket counter that
 // numbers the blocks in the order they start, and one flag per block (a tile cut between blocks is flagged by
@@ -437,23 +453,16 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
       __syncthreads();
     }
     const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-      const int row = m0 + a_frag + (i / 4) * 4 * WARP_M + (i % 4);
-#pragma unroll
-      for (int j4 = 0; j4 < TN / 4; ++j4) {
-        const int col = n0 + b_frag + j4 * 4 * WARP_N;
-        float4 v = make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]);
-        if (ks > 0) {
-          const float4 c = load_c4(C, M, N, row, col, interior_c, vec_c);  // the earlier pieces' sum
-          v.x = c.x + v.x;
-          v.y = c.y + v.y;
-          v.z = c.z + v.z;
-          v.w = c.w + v.w;
-        }
-        store_c4(C, M, N, row, col, v, interior_c, vec_c);
+    for_each_acc4(acc, m0, n0, a_frag, b_frag, [&](const int row, const int col, float4 v) {
+      if (ks > 0) {
+        const float4 c = load_c4(C, M, N, row, col, interior_c, vec_c);  // the earlier pieces' sum
+        v.x = c.x + v.x;
+        v.y = c.y + v.y;
+        v.z = c.z + v.z;
+        v.w = c.w + v.w;
       }
-    }
+      store_c4(C, M, N, row, col, v, interior_c, vec_c);
+    });
     if (!whole) {
       if (ke < ipt) {  // a later piece follows: publish this one's sums
         __threadfence();
@@ -500,14 +509,9 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   // (dynamic shared memory holds at least BM * BN floats for SPLIT_K > 1).
   float* const red = As;
   __syncthreads();  // the last fragments were read from shared memory
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int row = a_frag + (i / 4) * 4 * WARP_M + (i % 4);
-#pragma unroll
-    for (int j4 = 0; j4 < TN / 4; ++j4)
-      *reinterpret_cast<float4*>(red + row * BN + b_frag + j4 * 4 * WARP_N) =
-          make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]);
-  }
+  for_each_acc4(acc, 0, 0, a_frag, b_frag, [&](const int row, const int col, const float4 v) {
+    *reinterpret_cast<float4*>(red + row * BN + col) = v;
+  });
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
   {
     unsigned rank;
@@ -540,16 +544,9 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #else
   // Write the thread's tile of C.
   const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int row = m0 + a_frag + (i / 4) * 4 * WARP_M + (i % 4);
-#pragma unroll
-    for (int j4 = 0; j4 < TN / 4; ++j4) {
-      const int col = n0 + b_frag + j4 * 4 * WARP_N;
-      store_c4(C, M, N, row, col, make_float4(acc[i][4 * j4 + 0], acc[i][4 * j4 + 1], acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]),
-               interior_c, vec_c);
-    }
-  }
+  for_each_acc4(acc, m0, n0, a_frag, b_frag, [&](const int row, const int col, const float4 v) {
+    store_c4(C, M, N, row, col, v, interior_c, vec_c);
+  });
 #endif
 #endif
 }
