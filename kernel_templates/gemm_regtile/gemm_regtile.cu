@@ -30,7 +30,7 @@
 //
 // STREAM_K > 0 (any arch): STREAM_K blocks per SM (the grid is STREAM_K * SMs), each taking an equal share of
 // all tiles' BK steps, so that no last wave is partial (see the end of the kernel); a tile cut between blocks is
-// summed in C, in K order.
+// summed in C, from its last piece to its first.
 //
 // GROUP_M > 1 launches blocks in groups of GROUP_M block rows (column-major inside a group) for L2 reuse; it is
 // not in family.json (no gain measured on the H100 at the default sizes) and defaults to 1.
@@ -177,11 +177,13 @@ __device__ __forceinline__ void for_each_acc4(const float (&acc)[TM][TN], int m0
 }
 
 #if STREAM_K
-// Stream-K state, zero when the module loads and zero again at the end of every launch: the ticket counter that
-// numbers the blocks in the order they start, and one flag per block (a tile cut between blocks is flagged by
-// the block that holds its first step).
+// Stream-K state: one flag per block for its first job where that job ends a tile begun by an earlier block
+// (SK_FREE when the module loads and again at the end of every launch).
 #define STREAM_K_MAX_BLOCKS 4096
-__device__ unsigned int gemm_regtile_ticket;
+#define SK_FREE 0u
+#define SK_CLAIMED 1u
+#define SK_STOLEN 2u
+#define SK_DONE 3u
 __device__ unsigned int gemm_regtile_flags[STREAM_K_MAX_BLOCKS];
 
 __device__ __forceinline__ unsigned int ld_acquire(const unsigned int* p) {
@@ -254,8 +256,14 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #endif
   };
 
-  // The main loop for the block tile at (m0, n0) over [k_begin, k_end): acc = A[m0.., k_begin..k_end) *
-  // B[k_begin..k_end), n0..).
+  // The main loop for the block tile at (m0, n0) over [k_begin, k_end): acc += A[m0.., k_begin..k_end) *
+  // B[k_begin..k_end), n0..). The caller zeroes acc, and orders this after the previous readers of shared memory.
+  auto zero_acc = [&]() {
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+  };
   auto mainloop = [&](const int m0, const int n0, const int k_begin, const int k_end) {
 #if EDGE_CLAMP
     // Where the block crosses row M (column N), the rows (columns) past it load the last row (columns) instead:
@@ -348,11 +356,6 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
         *reinterpret_cast<float4*>(bs + (b_row + i * B_ROW_STEP) * LDB + b_col) = rb[i];
     };
 
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-      for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-
     const int steps = (k_end - k_begin + BK - 1) / BK;
 #if STAGES == 2 && FRAG_PIPE
     // Software pipeline: while step t multiplies buffer t&1, registers hold the tile of step t+1 (read from
@@ -420,57 +423,78 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   // Stream-K: STREAM_K blocks per SM (grid = STREAM_K * sms). The work is every tile's BK steps laid end to
   // end (tiles in row-major order); block c takes the steps [c * total / G, (c + 1) * total / G), so every
   // block does the same number of steps whatever the tile count, and no SM idles in a last partial wave.
-  // A tile cut between blocks is summed in C itself, in K order: the piece that starts the tile stores its
-  // partial sums and raises the tile's flag to the step it ended at; the next piece waits for that value, adds
-  // C to its accumulators, stores, and raises the flag again; the piece that ends the tile lowers it to 0 for
-  // the next launch. Blocks walk their range backwards, so a tile's first piece is its block's first job and
-  // its later pieces are their blocks' last, and the waits are short. A block only waits on blocks that took
-  // their ticket (the block's logical index, taken on entry) before it: those are running or done, so there
-  // is no deadlock whatever the order in which the hardware starts blocks and however many fit at once.
-  __shared__ unsigned int sk_ticket;
-  if (tid == 0) sk_ticket = atomicInc(&gemm_regtile_ticket, gridDim.x - 1);  // wraps to 0 after each launch
-  __syncthreads();
-  const long long G = gridDim.x, cta = sk_ticket;
+  // Blocks walk their range forwards. A tile cut between blocks is summed in C from its end: the piece that
+  // ends the tile (its block's first job) stores its partial sums and marks its block's flag SK_DONE; the
+  // piece before it (the previous block's last job, so the wait is short or nil) adds C to its accumulators,
+  // stores, and so on down to the piece that starts the tile, which stores the result. The order of the sums
+  // is fixed, so results do not vary from run to run.
+  // No block waits on a block that has not started: a block marks its first job SK_CLAIMED when it starts it,
+  // and a block that needs the pieces of a block whose job is still unclaimed marks it SK_STOLEN and computes
+  // those steps itself (their owner then skips them). So there is no deadlock even where not all blocks fit on
+  // the GPU at once. Every flag is back at 0 when the launch ends.
+  __shared__ unsigned int sk_state;
+  const int G = gridDim.x, cta = blockIdx.x;
   const int tiles_n = (N + BN - 1) / BN;
   const int ipt = (K + BK - 1) / BK;  // steps per tile
   const long long total = (long long)tiles_n * ((M + BM - 1) / BM) * ipt;
-  const long long first = cta * total / G;
-  long long it = (cta + 1) * total / G;
-  while (it > first) {
-    const int t = static_cast<int>((it - 1) / ipt);
+  const long long last = (cta + 1) * total / G;
+  long long s = cta * total / G;
+  while (s < last) {
+    const int t = static_cast<int>(s / ipt);
     const long long tile_first = (long long)t * ipt;
-    const int ks = static_cast<int>(max(first, tile_first) - tile_first), ke = static_cast<int>(it - tile_first);
-    it = tile_first + ks;
-    const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
-    __syncthreads();  // the previous tile's readers of shared memory are done
-    mainloop(m0, n0, ks * BK, min(K, ke * BK));
-    const bool whole = ks == 0 && ke == ipt;
-    // The tile's flag belongs to the block whose range holds the tile's first step.
-    unsigned int* const flag = gemm_regtile_flags + ((tile_first + 1) * G - 1) / total;
-    if (ks > 0) {
-      if (tid == 0)
-        while (ld_acquire(flag) != static_cast<unsigned int>(ks)) __nanosleep(64);
+    const int ks = static_cast<int>(s - tile_first);
+    int ke = static_cast<int>(min(last, tile_first + ipt) - tile_first);
+    s = tile_first + ke;
+    if (ks > 0) {  // the block's first job, the end of a tile begun by an earlier block: claim it
+      if (tid == 0) sk_state = atomicCAS(gemm_regtile_flags + cta, SK_FREE, SK_CLAIMED);
       __syncthreads();
+      if (sk_state == SK_STOLEN) {  // computed by the block that needed it; free the flag
+        if (tid == 0) gemm_regtile_flags[cta] = SK_FREE;
+        continue;
+      }
+    }
+    const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
+    // The steps [ke, ipt) of the tile belong to later blocks, starting with the first job of the block that
+    // holds step ke: wait for its sums, or take its steps if it has not started them.
+    bool add_c = false;
+    int kb = ks;
+    zero_acc();
+    for (;;) {
+      __syncthreads();  // the previous readers of shared memory (and of sk_state) are done
+      mainloop(m0, n0, kb * BK, min(K, ke * BK));
+      if (ke == ipt) break;
+      const int owner = static_cast<int>(((tile_first + ke + 1) * G - 1) / total);
+      if (tid == 0) {
+        const unsigned int st = atomicCAS(gemm_regtile_flags + owner, SK_FREE, SK_STOLEN);
+        if (st != SK_FREE) {
+          while (ld_acquire(gemm_regtile_flags + owner) != SK_DONE) __nanosleep(64);
+          gemm_regtile_flags[owner] = SK_FREE;  // read once, by this block
+        }
+        sk_state = st;
+      }
+      __syncthreads();
+      if (sk_state != SK_FREE) {  // C holds the sum of the steps [ke, ipt)
+        add_c = true;
+        break;
+      }
+      kb = ke;
+      ke = static_cast<int>(min((owner + 1) * total / G, tile_first + ipt) - tile_first);
     }
     const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
     for_each_acc4(acc, m0, n0, a_frag, b_frag, [&](const int row, const int col, float4 v) {
-      if (ks > 0) {
-        const float4 c = load_c4(C, M, N, row, col, interior_c, vec_c);  // the earlier pieces' sum
-        v.x = c.x + v.x;
-        v.y = c.y + v.y;
-        v.z = c.z + v.z;
-        v.w = c.w + v.w;
+      if (add_c) {
+        const float4 c = load_c4(C, M, N, row, col, interior_c, vec_c);  // the later pieces' sum
+        v.x = v.x + c.x;
+        v.y = v.y + c.y;
+        v.z = v.z + c.z;
+        v.w = v.w + c.w;
       }
       store_c4(C, M, N, row, col, v, interior_c, vec_c);
     });
-    if (!whole) {
-      if (ke < ipt) {  // a later piece follows: publish this one's sums
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) st_release(flag, static_cast<unsigned int>(ke));
-      } else if (tid == 0) {
-        *flag = 0u;  // the tile is done; the flag is free for the next launch
-      }
+    if (ks > 0) {  // an earlier block's last job adds these sums
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) st_release(gemm_regtile_flags + cta, SK_DONE);
     }
   }
 #else
@@ -502,6 +526,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   const int k_begin = 0, k_end = K;
 #endif
 
+  zero_acc();
   mainloop(m0, n0, k_begin, k_end);
 
 #if SPLIT_K > 1

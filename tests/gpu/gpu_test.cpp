@@ -137,16 +137,20 @@ TEST(Gpu, EveryConfigurationIsCorrectOnAwkwardSizes) {
 // gemm_regtile's stream-K configurations (STREAM_K blocks per SM, tiles cut between blocks and summed in C) are
 // right where every tile is cut into many pieces (few tiles, long K), where blocks outnumber the steps (most
 // blocks idle), and at sizes that are not tile multiples; every result comes from several launches of one
-// module, so the ticket counter and the flags are also seen to return to 0 after each launch. Its EDGE_CLAMP
-// configurations (edge blocks load clamped rows and columns) are right at the same sizes.
+// module, so the flags are also seen to return to 0 after each launch. The same holds with a grid of 8 times
+// more blocks than fit on the GPU at once, where blocks find the pieces they need still unstarted and compute
+// them in their owner's place. Its EDGE_CLAMP configurations (edge blocks load clamped rows and columns) are
+// right at the same sizes.
 TEST(Gpu, StreamKAndEdgeClampAreCorrectWhereverTilesAreCut) {
   REQUIRE_GPU();
   TempDir dir;
   const auto fams = all_families();
-  for (const char* fixed : {"STREAM_K", "EDGE_CLAMP"}) {
+  for (const std::string variant : {"STREAM_K", "STREAM_K oversubscribed", "EDGE_CLAMP"}) {
+    const std::string fixed = variant.substr(0, variant.find(' '));
     KernelFamily f = find_family(fams, "gemm_regtile");
     for (auto& p : f.parameters)
       if (p.name == fixed) p.values = {1}, p.default_value = 1;
+    if (variant == "STREAM_K oversubscribed") f.launch.grid[0] = Expr::parse("8 * STREAM_K * sms");
     const std::vector<std::vector<std::int64_t>> sizes = {{1, 1, 1}, {37, 53, 29}, {129, 67, 1027}, {300, 1000, 2001}, {517, 259, 8000}};
     for (const auto& size : sizes) {
       SweepOptions o = quick();
@@ -159,11 +163,11 @@ TEST(Gpu, StreamKAndEdgeClampAreCorrectWhereverTilesAreCut) {
         const auto& rec = x.record;
         if (rec.outcome == Outcome::pruned) continue;
         EXPECT_EQ(rec.params.at(fixed), 1);
-        ASSERT_EQ(rec.outcome, Outcome::ok) << p.size_text() << " " << params_to_text(rec.params) << ": " << rec.reason;
+        ASSERT_EQ(rec.outcome, Outcome::ok) << variant << " " << p.size_text() << " " << params_to_text(rec.params) << ": " << rec.reason;
         ++ok;
-        EXPECT_LE(*rec.error, f.reference.tolerance) << p.size_text() << " " << params_to_text(rec.params);
+        EXPECT_LE(*rec.error, f.reference.tolerance) << variant << " " << p.size_text() << " " << params_to_text(rec.params);
       }
-      EXPECT_GE(ok, 20) << fixed << " " << p.size_text();
+      EXPECT_GE(ok, 20) << variant << " " << p.size_text();
     }
   }
 }
