@@ -14,13 +14,15 @@
 // barrier sits before the last k of a step). STAGES == 1: one buffer (half the shared memory), two barriers
 // per step.
 //
-// Edges: a block whose rows (columns) lie inside M (N) and whose tile of K is full loads without checks;
-// otherwise every element is checked and reads 0 outside the matrices (that also zeroes the K tail). With
-// EDGE_CLAMP, every full tile of K loads without checks: rows (columns) past M (N) load the last row (columns)
-// instead, as they only reach outputs that are not stored (edge blocks then run as fast as the others; the
-// interior's code differs, and which is faster depends on the size). When
-// K % 4 != 0 (N % 4 != 0) rows of A (B and C) are not 16-byte aligned and scalar loads/stores are used; the
-// choice is a block-uniform run-time test, so any M, N, K >= 1 is right.
+// The main loop exists twice: a block whose every tile load is inside the matrices and 16-byte aligned (rows
+// inside M and columns inside N, K a multiple of BK, aligned rows) runs a copy whose only branch is the loop's
+// back edge (the last step is peeled and the loads take no tests); other blocks run a copy that checks, per
+// step, whether A's and B's tiles can take unchecked loads, and otherwise checks every element, reading 0
+// outside the matrices (that also zeroes the K tail). With EDGE_SHIFT, a block that crosses row M (column N)
+// moves up (left) to end at it, computes a whole tile inside the matrix with the unchecked copy, and stores
+// only the rows (columns) that are its own; the others are the neighbouring block's. When K % 4 != 0
+// (N % 4 != 0) rows of A (B and C) are not 16-byte aligned and scalar loads/stores are used; the choice is a
+// block-uniform run-time test, so any M, N, K >= 1 is right.
 //
 // SPLIT_K > 1 (Hopper thread block clusters, sm_90+): the SPLIT_K blocks of a cluster (grid z) compute the same
 // tile of C over consecutive slices of K, each a whole number of BK steps. They then write their accumulators
@@ -77,11 +79,14 @@
 #ifndef STREAM_K
 #define STREAM_K 0
 #endif
-#ifndef EDGE_CLAMP
-#define EDGE_CLAMP 0
+#ifndef EDGE_SHIFT
+#define EDGE_SHIFT 0
 #endif
 #if STREAM_K && SPLIT_K > 1
 #error "STREAM_K and SPLIT_K > 1 are two ways to split K: choose one"
+#endif
+#if EDGE_SHIFT && SPLIT_K > 1
+#error "EDGE_SHIFT is for SPLIT_K == 1"
 #endif
 #if SPLIT_K > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "SPLIT_K > 1 needs thread block clusters (sm_90 or newer)"
@@ -138,6 +143,14 @@ __device__ __forceinline__ void store_c4(float* __restrict__ C, int M, int N, in
       if (col + 3 < N) p[3] = v.w;
     }
   }
+}
+
+// EDGE_SHIFT: the first row (column) of the tile computed by the block whose own rows (columns) start at `own`
+// (a multiple of `tile`): where the tile would cross `extent`, it ends at `extent` instead, if it fits. Columns
+// move only where N % 4 == 0 (`aligned`), so that the 4-column runs of the moved tile still start at its own
+// first column.
+__device__ __forceinline__ int edge_shift(const int own, const int extent, const int tile, const bool aligned) {
+  return EDGE_SHIFT && aligned && own + tile > extent && extent >= tile ? extent - tile : own;
 }
 
 // Loads 4 consecutive outputs as store_c4 stores them (through L2: other blocks wrote them in this launch).
@@ -256,41 +269,25 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #endif
   };
 
-  // The main loop for the block tile at (m0, n0) over [k_begin, k_end): acc += A[m0.., k_begin..k_end) *
-  // B[k_begin..k_end), n0..). The caller zeroes acc, and orders this after the previous readers of shared memory.
-  auto zero_acc = [&]() {
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-      for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-  };
-  auto mainloop = [&](const int m0, const int n0, const int k_begin, const int k_end) {
-#if EDGE_CLAMP
-    // Where the block crosses row M (column N), the rows (columns) past it load the last row (columns) instead:
-    // they only reach outputs that are not stored. So every full tile of K takes the same unchecked 16-byte
-    // loads, from these clamped sources, inside the matrices or not.
-    size_t a_src[A_LOADS];
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) a_src[i] = (size_t)min(m0 + a_row + i * A_ROW_STEP, M - 1) * K + a_col;
-    const float* const b_src = B + (vec_b ? min(n0 + b_col, N - 4) : 0) + (size_t)b_row * N;
-    const bool fast_a = vec_a, fast_b = vec_b;
-#else
+  // The main loop for the block tile at (m0, n0) over [k_begin, k_end): acc = (or += where !zero)
+  // A[m0.., k_begin..k_end) * B[k_begin..k_end), n0..). The caller orders it after the previous readers of
+  // shared memory.
+  auto mainloop = [&](const int m0, const int n0, const int k_begin, const int k_end, const bool zero) {
     const bool fast_a = vec_a && m0 + BM <= M;
     const bool fast_b = vec_b && n0 + BN <= N;
+#if !(STAGES == 2 && FRAG_PIPE)
+    // Every tile load of this call is inside the matrices and aligned: the unchecked copy of the loop.
+    const bool all_fast = fast_a && fast_b && k_end > k_begin && (k_end - k_begin) % BK == 0;
 #endif
 
-    // Reads the tiles of A and B at k0 into ra, rb.
-    auto load_tiles = [&](const int k0) {
+    // Reads the tiles of A and B at k0 into ra, rb: unchecked 16-byte loads where `unchecked` (all_fast) or
+    // where the operand's rows are inside and aligned and the tile of K is full, checked loads otherwise.
+    auto load_tiles = [&](const int k0, const bool unchecked) {
       const bool full_k = k0 + BK <= k_end;
-      if (fast_a && full_k) {
-#if EDGE_CLAMP
-#pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const float4*>(A + a_src[i] + k0);
-#else
+      if (unchecked || (fast_a && full_k)) {
         const float* p = A + (size_t)(m0 + a_row) * K + (k0 + a_col);
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const float4*>(p + (size_t)i * A_ROW_STEP * K);
-#endif
       } else {
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) {
@@ -310,12 +307,8 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
           ra[i] = v;
         }
       }
-      if (fast_b && full_k) {
-#if EDGE_CLAMP
-        const float* p = b_src + (size_t)k0 * N;
-#else
+      if (unchecked || (fast_b && full_k)) {
         const float* p = B + (size_t)(k0 + b_row) * N + (n0 + b_col);
-#endif
 #pragma unroll
         for (int i = 0; i < B_LOADS; ++i) rb[i] = *reinterpret_cast<const float4*>(p + (size_t)i * B_ROW_STEP * N);
       } else {
@@ -356,6 +349,13 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
         *reinterpret_cast<float4*>(bs + (b_row + i * B_ROW_STEP) * LDB + b_col) = rb[i];
     };
 
+    if (zero) {
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+    }
+
     const int steps = (k_end - k_begin + BK - 1) / BK;
 #if STAGES == 2 && FRAG_PIPE
     // Software pipeline: while step t multiplies buffer t&1, registers hold the tile of step t+1 (read from
@@ -363,9 +363,9 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
     // passed the barrier of step t-1; after this step's barrier the tile of step t+2 is requested and the
     // fragments of the next buffer's first k are read, so their latency hides behind the last outer product.
     float a[2][TM], b[2][TN];
-    load_tiles(k_begin);
+    load_tiles(k_begin, false);
     store_tiles(0);
-    if (steps > 1) load_tiles(k_begin + BK);
+    if (steps > 1) load_tiles(k_begin + BK, false);
     __syncthreads();
     load_frags(a[0], b[0], 0, 0);
     for (int t = 0; t < steps; ++t) {
@@ -375,7 +375,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
         if (kk == BK - 1) {
           if (t + 1 < steps) store_tiles(cur ^ 1);
           __syncthreads();
-          if (t + 2 < steps) load_tiles(k_begin + (t + 2) * BK);
+          if (t + 2 < steps) load_tiles(k_begin + (t + 2) * BK, false);
           load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur ^ 1, 0);  // unused after the last step
         } else {
           load_frags(a[(kk + 1) & 1], b[(kk + 1) & 1], cur, kk + 1);
@@ -386,36 +386,59 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #elif STAGES == 2
     // Step t multiplies buffer t&1 while the tile of step t+1 is in flight to registers; it is then stored
     // into buffer (t+1)&1, whose readers all passed the previous barrier, and one barrier ends the step.
-    // (The compiler schedules the fragment reads inside a step.)
+    // (The compiler schedules the fragment reads inside a step.) The last step is peeled.
     float a[TM], b[TN];
-    load_tiles(k_begin);
-    store_tiles(0);
-    __syncthreads();
-    for (int t = 0; t < steps; ++t) {
-      const bool more = t + 1 < steps;
-      if (more) load_tiles(k_begin + (t + 1) * BK);
+    auto run = [&](const bool unchecked) {
+      load_tiles(k_begin, unchecked);
+      store_tiles(0);
+      __syncthreads();
+      int t = 0;
+      for (; t < steps - 1; ++t) {
+        load_tiles(k_begin + (t + 1) * BK, unchecked);
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+          load_frags(a, b, t & 1, kk);
+          outer_product(a, b);
+        }
+        store_tiles((t + 1) & 1);
+        __syncthreads();
+      }
 #pragma unroll
       for (int kk = 0; kk < BK; ++kk) {
         load_frags(a, b, t & 1, kk);
         outer_product(a, b);
       }
-      if (more) store_tiles((t + 1) & 1);
       __syncthreads();
-    }
+    };
+    if (all_fast) run(true); else run(false);
 #else
+    // One buffer: store the tile of step t, barrier, request the tile of step t+1, multiply, barrier. The last
+    // step is peeled.
     float a[TM], b[TN];
-    load_tiles(k_begin);
-    for (int t = 0; t < steps; ++t) {
+    auto run = [&](const bool unchecked) {
+      load_tiles(k_begin, unchecked);
+      int t = 0;
+      for (; t < steps - 1; ++t) {
+        store_tiles(0);
+        __syncthreads();
+        load_tiles(k_begin + (t + 1) * BK, unchecked);
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+          load_frags(a, b, 0, kk);
+          outer_product(a, b);
+        }
+        __syncthreads();
+      }
       store_tiles(0);
       __syncthreads();
-      if (t + 1 < steps) load_tiles(k_begin + (t + 1) * BK);
 #pragma unroll
       for (int kk = 0; kk < BK; ++kk) {
         load_frags(a, b, 0, kk);
         outer_product(a, b);
       }
       __syncthreads();
-    }
+    };
+    if (all_fast) run(true); else run(false);
 #endif
   };
 
@@ -453,15 +476,15 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
         continue;
       }
     }
-    const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
+    const int m_own = (t / tiles_n) * BM, n_own = (t % tiles_n) * BN;
+    const int m0 = edge_shift(m_own, M, BM, true), n0 = edge_shift(n_own, N, BN, (N & 3) == 0);
     // The steps [ke, ipt) of the tile belong to later blocks, starting with the first job of the block that
     // holds step ke: wait for its sums, or take its steps if it has not started them.
     bool add_c = false;
     int kb = ks;
-    zero_acc();
     for (;;) {
       __syncthreads();  // the previous readers of shared memory (and of sk_state) are done
-      mainloop(m0, n0, kb * BK, min(K, ke * BK));
+      mainloop(m0, n0, kb * BK, min(K, ke * BK), kb == ks);
       if (ke == ipt) break;
       const int owner = static_cast<int>(((tile_first + ke + 1) * G - 1) / total);
       if (tid == 0) {
@@ -482,6 +505,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
     }
     const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
     for_each_acc4(acc, m0, n0, a_frag, b_frag, [&](const int row, const int col, float4 v) {
+      if (EDGE_SHIFT && (row < m_own || col < n_own)) return;
       if (add_c) {
         const float4 c = load_c4(C, M, N, row, col, interior_c, vec_c);  // the later pieces' sum
         v.x = v.x + c.x;
@@ -514,7 +538,9 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
 #else
   const int bm = blockIdx.y, bn = blockIdx.x;
 #endif
-  const int m0 = bm * BM, n0 = bn * BN;
+  // The block's own outputs start at (m_own, n_own); with EDGE_SHIFT its tile may start before them.
+  const int m_own = bm * BM, n_own = bn * BN;
+  const int m0 = edge_shift(m_own, M, BM, true), n0 = edge_shift(n_own, N, BN, (N & 3) == 0);
 
   // This block's slice of K: [k_begin, k_end), whole BK steps (all of K when SPLIT_K == 1). A slice may be
   // empty when K is small; its accumulators stay 0.
@@ -526,8 +552,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   const int k_begin = 0, k_end = K;
 #endif
 
-  zero_acc();
-  mainloop(m0, n0, k_begin, k_end);
+  mainloop(m0, n0, k_begin, k_end, true);
 
 #if SPLIT_K > 1
   // Reduce across the cluster. Every block's partial tile goes to its own shared memory as red[BM][BN]
@@ -567,9 +592,10 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
   // No block may leave while the others still read its shared memory.
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 #else
-  // Write the thread's tile of C.
+  // Write the thread's tile of C (only the block's own outputs, where EDGE_SHIFT moved the tile).
   const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
   for_each_acc4(acc, m0, n0, a_frag, b_frag, [&](const int row, const int col, const float4 v) {
+    if (EDGE_SHIFT && (row < m_own || col < n_own)) return;
     store_c4(C, M, N, row, col, v, interior_c, vec_c);
   });
 #endif

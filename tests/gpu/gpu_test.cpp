@@ -139,19 +139,19 @@ TEST(Gpu, EveryConfigurationIsCorrectOnAwkwardSizes) {
 // blocks idle), and at sizes that are not tile multiples; every result comes from several launches of one
 // module, so the flags are also seen to return to 0 after each launch. The same holds with a grid of 8 times
 // more blocks than fit on the GPU at once, where blocks find the pieces they need still unstarted and compute
-// them in their owner's place. Its EDGE_CLAMP configurations (edge blocks load clamped rows and columns) are
-// right at the same sizes.
-TEST(Gpu, StreamKAndEdgeClampAreCorrectWhereverTilesAreCut) {
+// them in their owner's place. Its EDGE_SHIFT configurations (edge blocks move inside the matrix and store
+// only their own outputs) are right at the same sizes.
+TEST(Gpu, StreamKAndEdgeShiftAreCorrectWhereverTilesAreCut) {
   REQUIRE_GPU();
   TempDir dir;
   const auto fams = all_families();
-  for (const std::string variant : {"STREAM_K", "STREAM_K oversubscribed", "EDGE_CLAMP"}) {
+  for (const std::string variant : {"STREAM_K", "STREAM_K oversubscribed", "EDGE_SHIFT"}) {
     const std::string fixed = variant.substr(0, variant.find(' '));
     KernelFamily f = find_family(fams, "gemm_regtile");
     for (auto& p : f.parameters)
       if (p.name == fixed) p.values = {1}, p.default_value = 1;
     if (variant == "STREAM_K oversubscribed") f.launch.grid[0] = Expr::parse("8 * STREAM_K * sms");
-    const std::vector<std::vector<std::int64_t>> sizes = {{1, 1, 1}, {37, 53, 29}, {129, 67, 1027}, {300, 1000, 2001}, {517, 259, 8000}};
+    const std::vector<std::vector<std::int64_t>> sizes = {{1, 1, 1}, {37, 53, 29}, {129, 67, 1027}, {300, 1000, 2001}, {517, 259, 8000}, {777, 1000, 512}};
     for (const auto& size : sizes) {
       SweepOptions o = quick();
       o.strategy = "random";
