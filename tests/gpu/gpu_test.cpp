@@ -172,6 +172,48 @@ TEST(Gpu, StreamKAndEdgeShiftAreCorrectWhereverTilesAreCut) {
   }
 }
 
+// gemm_tf32 (tensor cores, mma.sync): sampled configurations are right, within the TF32 tolerance of the float64
+// reference, at sizes smaller than a tile, with unaligned rows (odd K or N: 4-byte copies) and with long K; and
+// bench compares it with cuBLAS in TF32 math and with gemm_regtile.
+TEST(Gpu, Tf32FamilyIsCorrectAndBenchesAgainstCublasTf32) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  const KernelFamily& f = find_family(fams, "gemm_tf32");
+  const std::vector<std::vector<std::int64_t>> sizes = {{1, 1, 1}, {37, 53, 29}, {129, 67, 1027}, {300, 1000, 2001}, {640, 384, 256}};
+  for (const auto& size : sizes) {
+    SweepOptions o = quick();
+    o.strategy = "random";
+    o.budget = 40;
+    const ProblemKey p = f.make_problem(size, {});
+    const SweepRun r = sweep(f, p, dir.path / "tf32.db", o);
+    int ok = 0;
+    for (const auto& x : r.results) {
+      const auto& rec = x.record;
+      if (rec.outcome == Outcome::pruned) continue;
+      ASSERT_EQ(rec.outcome, Outcome::ok) << p.size_text() << " " << params_to_text(rec.params) << ": " << rec.reason;
+      ++ok;
+      EXPECT_LE(*rec.error, f.reference.tolerance) << p.size_text() << " " << params_to_text(rec.params);
+    }
+    EXPECT_GE(ok, 30) << p.size_text();
+  }
+  const ProblemKey p = f.make_problem({640, 384, 256}, {});
+  Store store = Store::open(dir.path / "tf32.db", Store::Mode::read_only);
+  WorkerProcess worker(0);
+  MeasureSettings m;
+  m.min_reps = 3;
+  m.max_reps = 5;
+  std::ostringstream log;
+  const auto rows = run_bench(fams, f, p, store, worker, CompileCache(CompileCache::default_dir()), m, log);
+  ASSERT_EQ(rows.size(), 2u) << log.str();
+  EXPECT_EQ(rows[0].baseline, "cublas_tf32");
+  EXPECT_EQ(rows[1].baseline, "gemm_regtile");
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.config_source, "tuned");
+    EXPECT_GT(r.ratio, 0);
+  }
+}
+
 // A configuration that writes out of bounds breaks only the worker; one that leaves outputs unwritten is a
 // wrong result. The sweep goes on and the correct configurations are measured.
 TEST(Gpu, CrashIsolation) {

@@ -109,6 +109,8 @@ TEST(Family, MalformedDescriptionsGiveOneLineErrors) {
       {"\"values\": [32, 64]", "\"values\": []", "non-empty list"},
       {"\"default\": 64", "\"default\": 48", "default is not one of its values"},
       {"\"kind\": \"conv1d\"", "\"kind\": \"fft\"", "reference.kind 'fft'"},
+      {"\"kind\": \"conv1d\"", "\"kind\": \"gemm\", \"math\": \"fp16\"", "reference.math 'fp16'"},
+      {"\"kind\": \"conv1d\"", "\"kind\": \"conv1d\", \"math\": \"tf32\"", "reference.math is for reference.kind gemm"},
       {"\"role\": \"input\"", "\"role\": \"scratch\"", "role must be input or output"},
       {"\"tiny.cu\"", "\"missing.cu\"", "cannot read"},
       {"\"GB/s\"", "\"furlongs\"", "metric.unit"},
@@ -122,6 +124,13 @@ TEST(Family, MalformedDescriptionsGiveOneLineErrors) {
     EXPECT_EQ(err.find('\n'), std::string::npos) << err;
     EXPECT_NE(err.find("family.json"), std::string::npos) << err;
   }
+}
+
+TEST(Family, Tf32FamilyBenchesAgainstTf32Math) {
+  const auto fams = builtin();
+  EXPECT_EQ(find_family(fams, "gemm_tf32").reference.math, "tf32");
+  EXPECT_GT(find_family(fams, "gemm_tf32").reference.tolerance, find_family(fams, "gemm_regtile").reference.tolerance);
+  EXPECT_EQ(find_family(fams, "gemm_regtile").reference.math, "fp32");
 }
 
 TEST(Family, UserTemplatesAddAndOverride) {

@@ -25,7 +25,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
       ("rep-budget-ms", po::value(&m.budget_ms)->default_value(m.budget_ms), "time budget for each kernel's runs");
   if (!parse("bench",
              "Runs the best stored configuration of a family beside its baselines in one process: GEMM against\n"
-             "cuBLAS SGEMM and gemm_naive, convolutions against the device-to-device copy and their naive kernel.\n"
+             "cuBLAS SGEMM and gemm_naive (gemm_tf32 against cuBLAS with TF32 math and gemm_regtile),\n"
+             "convolutions against the device-to-device copy and their naive kernel.\n"
              "Ratios are baseline time / our time (above 1: faster than the baseline), with the range from the\n"
              "quartiles of both.",
              desc, argv))

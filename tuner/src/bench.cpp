@@ -96,11 +96,13 @@ std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const
   const Measured ours = best_or_default(family, problem, device, store, worker, cache, settings, log);
 
   // The library baseline runs on the same buffers, right after our kernel.
-  const std::string lib = family.reference.kind == "gemm" ? "cublas" : "copy";
+  // (cuBLAS with TF32 tensor-core math for a TF32 family.)
+  const std::string lib = family.reference.kind != "gemm" ? "copy" : family.reference.math == "tf32" ? "cublas_tf32" : "cublas";
+  const std::string lib_row = lib == "copy" ? "d2d_copy" : lib == "cublas_tf32" ? "cublas_tf32" : "cublas_sgemm";
   const auto reply = worker.request({{"op", "baseline"}, {"kind", lib}, {"min_reps", settings.min_reps}, {"max_reps", settings.max_reps},
                                      {"budget_ms", settings.budget_ms}, {"target_spread", settings.target_spread}}, 600);
   if (reply.status == WorkerProcess::Reply::Status::ok && reply.body.value("outcome", "") == "ok")
-    rows.push_back(make_row(family, problem, ours, work, lib == "cublas" ? "cublas_sgemm" : "d2d_copy", "", timing_from(reply.body)));
+    rows.push_back(make_row(family, problem, ours, work, lib_row, "", timing_from(reply.body)));
   else
     log << "warning: baseline " << lib << " failed: " << reply.body.value("reason", reply.detail) << "\n";
 

@@ -196,6 +196,11 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   static const std::set<std::string> known_refs = {"gemm", "conv1d", "conv2d"};
   if (!known_refs.count(f.reference.kind)) r.fail("reference.kind '" + f.reference.kind + "' is not one of gemm, conv1d, conv2d");
   if (ref.contains("tolerance")) f.reference.tolerance = ref.at("tolerance").get<double>();
+  if (ref.contains("math")) {
+    f.reference.math = r.text(ref, "math");
+    if (f.reference.math != "fp32" && f.reference.math != "tf32") r.fail("reference.math '" + f.reference.math + "' is not one of fp32, tf32");
+    if (f.reference.kind != "gemm") r.fail("reference.math is for reference.kind gemm");
+  }
   if (doc.contains("compile_options"))
     for (const json& o : doc.at("compile_options")) f.compile_options.push_back(o.get<std::string>());
   if (doc.contains("baseline")) {

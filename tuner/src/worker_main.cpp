@@ -322,11 +322,12 @@ class Runner {
     return timed_loop(m, run_once);
   }
 
-  // The library baselines: cuBLAS SGEMM for GEMM, the device-to-device copy for convolutions.
+  // The library baselines: cuBLAS SGEMM for GEMM (with TF32 tensor-core math for "cublas_tf32"), the
+  // device-to-device copy for convolutions.
   json baseline(const json& m) {
     const std::string kind = m.at("kind").get<std::string>();
     std::function<float(bool)> run_once;
-    if (kind == "cublas") {
+    if (kind == "cublas" || kind == "cublas_tf32") {
       if (!cublas_) {
         if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) return {{"outcome", "launch_failed"}, {"reason", "cublasCreate failed"}};
         cublasSetStream(cublas_, stream_);
@@ -335,6 +336,8 @@ class Runner {
       const float* A = static_cast<const float*>(buffers_.at("A").mem.get());
       const float* B = static_cast<const float*>(buffers_.at("B").mem.get());
       float* C = static_cast<float*>(buffers_.at("C").mem.get());
+      // Default math is FP32 SGEMM; TF32 lets cuBLAS round the inputs to TF32 and use the tensor cores.
+      cublasSetMathMode(cublas_, kind == "cublas_tf32" ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
       run_once = [=, this](bool timed) -> float {
         poison_output();
         if (timed) TILETUNE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), 0, flush_.bytes(), stream_));

@@ -71,6 +71,7 @@ struct Launch {
 struct Reference {
   std::string kind;  // "gemm", "conv1d", "conv2d"; the worker knows each by name
   double tolerance = 1e-4;  // relative L2 error allowed
+  std::string math = "fp32";  // gemm: the library baseline's math, "fp32" (cuBLAS SGEMM) or "tf32" (tensor cores)
 };
 
 struct KernelFamily {
