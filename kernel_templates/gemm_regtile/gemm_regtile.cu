@@ -85,8 +85,8 @@
 #if STREAM_K && SPLIT_K > 1
 #error "STREAM_K and SPLIT_K > 1 are two ways to split K: choose one"
 #endif
-#if EDGE_SHIFT && SPLIT_K > 1
-#error "EDGE_SHIFT is for SPLIT_K == 1"
+#if EDGE_SHIFT && (SPLIT_K > 1 || STREAM_K)
+#error "EDGE_SHIFT is for one block per tile (SPLIT_K == 1, STREAM_K == 0)"
 #endif
 #if SPLIT_K > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "SPLIT_K > 1 needs thread block clusters (sm_90 or newer)"
@@ -476,8 +476,7 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
         continue;
       }
     }
-    const int m_own = (t / tiles_n) * BM, n_own = (t % tiles_n) * BN;
-    const int m0 = edge_shift(m_own, M, BM, true), n0 = edge_shift(n_own, N, BN, (N & 3) == 0);
+    const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
     // The steps [ke, ipt) of the tile belong to later blocks, starting with the first job of the block that
     // holds step ke: wait for its sums, or take its steps if it has not started them.
     bool add_c = false;
@@ -505,7 +504,6 @@ gemm_regtile(const float* __restrict__ A, const float* __restrict__ B, float* __
     }
     const bool interior_c = vec_c && m0 + BM <= M && n0 + BN <= N;
     for_each_acc4(acc, m0, n0, a_frag, b_frag, [&](const int row, const int col, float4 v) {
-      if (EDGE_SHIFT && (row < m_own || col < n_own)) return;
       if (add_c) {
         const float4 c = load_c4(C, M, N, row, col, interior_c, vec_c);  // the later pieces' sum
         v.x = v.x + c.x;
