@@ -92,6 +92,22 @@ gemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __res
   const bool vec_a = (K & 3) == 0 && (reinterpret_cast<unsigned long long>(A) & 15) == 0;
   const bool vec_b = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
 
+  // Starts the copy of 4 consecutive elements of a row into dst: the row starts at `row_start` (null when it
+  // lies outside the matrix) and holds `cols` elements, of which the 4 from `col` are copied, zero-filled past
+  // the row's end. One 16-byte copy where rows are 16-byte aligned (`vec`: cols % 4 == 0, so col < cols means
+  // col + 3 < cols), else four 4-byte ones.
+  auto copy4 = [&](float* dst, const float* row_start, const int col, const int cols, const bool vec, const float* any) {
+    if (vec) {
+      const bool in = row_start && col < cols;
+      cp_async16(dst, in ? row_start + col : any, in ? 16 : 0);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const bool in = row_start && col + e < cols;
+        cp_async4(dst + e, in ? row_start + col + e : any, in ? 4 : 0);
+      }
+    }
+  };
   // Starts the copies of the tiles at step kt into buffer s.
   auto load_stage = [&](const int s, const int kt) {
     const int k0 = kt * BK;
@@ -100,34 +116,14 @@ gemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __res
 #pragma unroll
     for (int i = 0; i < A_CHUNKS / THREADS; ++i) {
       const int c = tid + i * THREADS, r = c / (BK / 4), col = (c % (BK / 4)) * 4;
-      const int m = m0 + r, k = k0 + col;
-      float* dst = as + r * LDA + col;
-      if (vec_a) {
-        const bool in = m < M && k < K;  // K % 4 == 0: k < K means k + 3 < K
-        cp_async16(dst, in ? A + (size_t)m * K + k : A, in ? 16 : 0);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const bool in = m < M && k + e < K;
-          cp_async4(dst + e, in ? A + (size_t)m * K + k + e : A, in ? 4 : 0);
-        }
-      }
+      const int m = m0 + r;
+      copy4(as + r * LDA + col, m < M ? A + (size_t)m * K : nullptr, k0 + col, K, vec_a, A);
     }
 #pragma unroll
     for (int i = 0; i < B_CHUNKS / THREADS; ++i) {
       const int c = tid + i * THREADS, r = c / (BN / 4), col = (c % (BN / 4)) * 4;
-      const int k = k0 + r, n = n0 + col;
-      float* dst = bs + r * LDB + col;
-      if (vec_b) {
-        const bool in = k < K && n < N;
-        cp_async16(dst, in ? B + (size_t)k * N + n : B, in ? 16 : 0);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const bool in = k < K && n + e < N;
-          cp_async4(dst + e, in ? B + (size_t)k * N + n + e : B, in ? 4 : 0);
-        }
-      }
+      const int k = k0 + r;
+      copy4(bs + r * LDB + col, k < K ? B + (size_t)k * N + n0 : nullptr, col, N - n0, vec_b, B);
     }
   };
 
