@@ -1,9 +1,10 @@
+#include "tiletune/family.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "../test_paths.hpp"
-#include "tiletune/family.hpp"
 
 using namespace tiletune;
 
@@ -25,8 +26,15 @@ const char* kGoodJson = R"J({
                 {"name": "out", "buffer": "float", "count": "n", "role": "output"},
                 {"name": "n", "scalar": "int", "value": "n"}],
   "metric": {"unit": "GB/s", "work": "8 * n"},
-  "reference": {"kind": "conv1d"}
+  "reference": {"kernel": "tiny_ref.cu", "block": ["64"], "grid": ["ceil_div(n, 64)"]},
+  "baselines": [{"library": "d2d_copy", "operands": {"src": "in", "dst": "out"}}]
 })J";
+
+void write_tiny(const std::filesystem::path& dir, const std::string& json) {
+  write(dir / "family.json", json);
+  write(dir / "tiny.cu", "extern \"C\" __global__ void tiny() {}\n");
+  write(dir / "tiny_ref.cu", "extern \"C\" __global__ void tiny_ref() {}\n");
+}
 
 // Loads a family made from kGoodJson with one substitution; returns the error message ("" if it loaded).
 std::string load_error(const std::string& from, const std::string& to) {
@@ -37,10 +45,9 @@ std::string load_error(const std::string& from, const std::string& to) {
     EXPECT_NE(at, std::string::npos) << from;
     json.replace(at, from.size(), to);
   }
-  write(dir.path / "tiny/family.json", json);
-  write(dir.path / "tiny/tiny.cu", "extern \"C\" __global__ void tiny() {}\n");
+  write_tiny(dir.path / "tiny", json);
   try {
-    load_family(dir.path / "tiny");
+    load_families({dir.path / "tiny"});
     return "";
   } catch (const FamilyError& e) {
     return e.what();
@@ -53,7 +60,8 @@ TEST(Family, BuiltinFamiliesLoad) {
   const auto fams = builtin();
   std::set<std::string> names;
   for (const auto& f : fams) names.insert(f.name);
-  for (const char* want : {"gemm_naive", "gemm_tiled", "conv1d_naive", "conv1d_tiled"}) EXPECT_TRUE(names.count(want)) << want;
+  for (const char* want : {"gemm_naive", "gemm_tiled", "conv1d_naive", "conv1d_tiled"})
+    EXPECT_TRUE(names.count(want)) << want;
   const auto& tiled = find_family(fams, "gemm_tiled");
   EXPECT_EQ(tiled.dims, (std::vector<std::string>{"M", "N", "K"}));
   ASSERT_EQ(tiled.parameters.size(), 3u);
@@ -108,10 +116,7 @@ TEST(Family, MalformedDescriptionsGiveOneLineErrors) {
       {"ceil_div(n, B)", "ceil_div(n, B", "expected ')'"},
       {"\"values\": [32, 64]", "\"values\": []", "non-empty list"},
       {"\"default\": 64", "\"default\": 48", "default is not one of its values"},
-      {"\"kind\": \"conv1d\"", "\"kind\": \"fft\"", "reference.kind 'fft'"},
-      {"\"kind\": \"conv1d\"", "\"kind\": \"gemm\", \"math\": \"fp16\"", "reference.math 'fp16'"},
-      {"\"kind\": \"conv1d\"", "\"kind\": \"conv1d\", \"math\": \"tf32\"", "reference.math is for reference.kind gemm"},
-      {"\"role\": \"input\"", "\"role\": \"scratch\"", "role must be input or output"},
+      {"\"role\": \"input\"", "\"role\": \"scratch\"", "role must be input, output or inout"},
       {"\"tiny.cu\"", "\"missing.cu\"", "cannot read"},
       {"\"GB/s\"", "\"furlongs\"", "metric.unit"},
       {"[\"100\"]", "[\"0\"]", "default size"},
@@ -126,17 +131,229 @@ TEST(Family, MalformedDescriptionsGiveOneLineErrors) {
   }
 }
 
-TEST(Family, Tf32FamilyBenchesAgainstTf32Math) {
+// Every field of the element-type, reference and baseline description: a wrong value is a one-line error that
+// names the file and the field.
+TEST(Family, MalformedArgumentsReferencesAndBaselinesGiveOneLineErrors) {
+  const std::string in = "{\"name\": \"in\", \"buffer\": \"float\", \"count\": \"n\", \"role\": \"input\"}";
+  const std::string out =
+      "{\"name\": \"out\", \"buffer\": \"float\", \"count\": \"n\", \"role\": \"output\"}";
+  const std::string scalar = "{\"name\": \"n\", \"scalar\": \"int\", \"value\": \"n\"}";
+  const std::string ref =
+      "\"reference\": {\"kernel\": \"tiny_ref.cu\", \"block\": [\"64\"], \"grid\": [\"ceil_div(n, 64)\"]}";
+  const std::string base = "[{\"library\": \"d2d_copy\", \"operands\": {\"src\": \"in\", \"dst\": \"out\"}}]";
+  struct Case {
+    std::string from, to, expect;
+  } cases[] = {
+      // element types, roles, fills, dims
+      {in, "{\"name\": \"in\", \"buffer\": \"float16\", \"count\": \"n\", \"role\": \"input\"}",
+       "unknown element type 'float16'"},
+      {out,
+       "{\"name\": \"out\", \"buffer\": \"float\", \"count\": \"n\", \"role\": \"output\", \"fill\": "
+       "{\"constant\": 0}}",
+       "an output is poisoned, not filled"},
+      {in,
+       "{\"name\": \"in\", \"buffer\": \"float\", \"count\": \"n\", \"role\": \"input\", \"fill\": "
+       "{\"normal\": [0, 1]}}",
+       "unknown distribution 'normal'"},
+      {in,
+       "{\"name\": \"in\", \"buffer\": \"int32\", \"count\": \"n\", \"role\": \"input\", \"fill\": "
+       "{\"uniform\": [0, 1]}}",
+       "uniform is for floating types"},
+      {in,
+       "{\"name\": \"in\", \"buffer\": \"float\", \"count\": \"n\", \"role\": \"input\", \"fill\": "
+       "{\"range\": [0, 1]}}",
+       "range is for integer types"},
+      {in,
+       "{\"name\": \"in\", \"buffer\": \"uint8\", \"count\": \"n\", \"role\": \"input\", \"fill\": "
+       "{\"range\": [0, 256]}}",
+       "does not fit in uint8"},
+      {in,
+       "{\"name\": \"in\", \"buffer\": \"float\", \"count\": \"n\", \"role\": \"input\", \"fill\": "
+       "{\"uniform\": [1, -1]}}",
+       "needs lo <= hi"},
+      {in,
+       "{\"name\": \"in\", \"buffer\": \"int8\", \"count\": \"n\", \"role\": \"input\", \"fill\": "
+       "{\"constant\": 0.5}}",
+       "fill.constant must be an integer"},
+      {in,
+       "{\"name\": \"in\", \"buffer\": \"float\", \"count\": \"n\", \"role\": \"input\", \"dims\": [\"n\", "
+       "\"m\"]}",
+       "argument in dims reads unknown name 'm'"},
+      {scalar, "{\"name\": \"n\", \"scalar\": \"short\", \"value\": \"n\"}", "scalar type must be one of"},
+      {scalar, "{\"name\": \"n\", \"scalar\": \"int\", \"value\": 1.5}", "is not an integer for a int"},
+      {scalar, "{\"name\": \"n\", \"scalar\": \"int\", \"value\": \"n\", \"role\": \"input\"}",
+       "a scalar takes no 'role'"},
+      {out, "{\"name\": \"out\", \"buffer\": \"float\", \"count\": \"n\", \"role\": \"input\"}",
+       "no output or inout buffer"},
+      {"\"metric\"", "\"constants\": [{\"name\": \"c\", \"type\": \"quad\", \"count\": \"4\"}], \"metric\"",
+       "constant 'c': unknown element type 'quad'"},
+      // the reference
+      {ref, "\"reference\": {\"kind\": \"conv1d\"}", "reference.kind is gone"},
+      {"\"tiny_ref.cu\"", "\"absent_ref.cu\"", "reference.kernel: cannot read"},
+      {"\"tiny_ref.cu\"", "\"../tiny_ref.cu\"", "must be a file name in the family's folder"},
+      {"\"kernel\": \"tiny_ref.cu\"", "\"kernel\": \"tiny_ref.cu\", \"family\": \"x\"", "exactly one of"},
+      {"\"kernel\": \"tiny_ref.cu\"", "\"kernel\": \"tiny_ref.cu\", \"outputs\": \"float\"",
+       "reference.outputs must be double or native"},
+      {"\"kernel\": \"tiny_ref.cu\"", "\"kernel\": \"tiny_ref.cu\", \"arguments\": [\"in\", \"nope\"]",
+       "'nope' is not one of the family's arguments"},
+      {"\"kernel\": \"tiny_ref.cu\"", "\"kernel\": \"tiny_ref.cu\", \"arguments\": [\"in\", \"n\"]",
+       "must pass the output 'out'"},
+      {"\"kernel\": \"tiny_ref.cu\"", "\"kernel\": \"tiny_ref.cu\", \"rtol\": -1",
+       "reference.rtol must be a non-negative number"},
+      {"\"kernel\": \"tiny_ref.cu\"", "\"kernel\": \"tiny_ref.cu\", \"scale_floor\": 0",
+       "reference.scale_floor must be a positive number"},
+      {"\"kernel\": \"tiny_ref.cu\"", "\"kernel\": \"tiny_ref.cu\", \"colour\": 1",
+       "reference: unknown field 'colour'"},
+      {"\"grid\": [\"ceil_div(n, 64)\"]", "\"grid\": [\"ceil_div(n, B)\"]",
+       "reference.grid reads unknown name 'B'"},
+      {ref, "\"reference\": {\"from\": \"nowhere\"}",
+       "reference names family 'nowhere', which is not loaded"},
+      {ref, "\"reference\": {\"family\": \"tiny\", \"config\": {}}", "reference names the family itself"},
+      {ref, "\"reference\": {\"from\": \"tiny\", \"block\": [\"1\"]}",
+       "reference.block goes with \"kernel\""},
+      {"\"kernel\": \"tiny_ref.cu\"",
+       "\"kernel\": \"tiny_ref.cu\", \"arguments\": [\"in\", \"out\", {\"scalar\": \"float\", \"value\": 1}]",
+       "scalar type must be int or long"},
+      {"\"kernel\": \"tiny_ref.cu\"", "\"kernel\": \"tiny_ref.cu\", \"arguments\": [\"in\", \"out\", 7]",
+       "reference.arguments must list"},
+      // baselines
+      {base, "[{\"library\": \"mkl\", \"operands\": {}}]", "baselines: unknown library 'mkl'"},
+      {base, "[{\"library\": \"d2d_copy\", \"operands\": {\"src\": \"n\"}}]",
+       "'n' is not a buffer of the family"},
+      {base, "[{\"library\": \"d2d_copy\", \"operands\": {\"dst\": \"out\"}}]",
+       "baselines.d2d_copy.operands needs 'src'"},
+      {base, "[{\"library\": \"d2d_copy\", \"operands\": {\"src\": \"in\", \"x\": \"out\"}}]",
+       "'x' is not an operand of d2d_copy"},
+      {base,
+       "[{\"library\": \"cublas_sgemm\", \"operands\": {\"A\": \"in\", \"B\": \"in\", \"C\": \"out\", \"M\": "
+       "\"n\", \"N\": \"1\"}}]",
+       "baselines.cublas_sgemm.operands needs 'K'"},
+      {"\"baselines\"", "\"baseline\"", "'baseline' is now 'baselines'"},
+      {base, "[3]", "'baselines' must be a list of family names"},
+  };
+  for (const auto& c : cases) {
+    const std::string err = load_error(c.from, c.to);
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "for " << c.to << ": " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+    EXPECT_NE(err.find("family.json"), std::string::npos) << err;
+  }
+}
+
+TEST(Family, ElementTypesFillsRolesAndToleranceAreRead) {
+  test::TempDir dir;
+  std::string json = kGoodJson;
+  json.replace(json.find("\"arguments\""), std::string("\"arguments\"").size(), "\"arguments_old\"");
+  json.replace(json.find("\"metric\""), std::string("\"metric\"").size(), R"J("arguments": [
+      {"name": "bins", "buffer": "uint32", "count": "256", "role": "inout", "fill": {"range": [3, 9]}},
+      {"name": "x", "buffer": "half", "count": "n", "role": "input", "fill": {"uniform": [-4, 4]}, "dims": ["n"]},
+      {"name": "k", "buffer": "int8", "count": "n", "role": "input", "fill": {"constant": -7}},
+      {"name": "y", "buffer": "bfloat16", "count": "n", "role": "output"},
+      {"name": "scale", "scalar": "double", "value": 0.25},
+      {"name": "n", "scalar": "long", "value": "n * 2"}],
+    "constants": [{"name": "lut", "type": "uint8", "count": "16"}],
+    "metric")J");
+  json.replace(json.find("\"arguments_old\""), std::string("\"arguments_old\"").size(), "\"unused\"");
+  json.replace(json.find("\"block\": [\"64\"]"), std::string("\"block\": [\"64\"]").size(),
+               "\"rtol\": 0.03, \"scale_floor\": 2, \"block\": [\"64\"]");
+  json.replace(json.find("\"src\": \"in\", \"dst\": \"out\""),
+               std::string("\"src\": \"in\", \"dst\": \"out\"").size(), "\"src\": \"x\"");
+  write_tiny(dir.path / "tiny", json);
+  const auto fams = load_families({dir.path / "tiny"});
+  const KernelFamily& f = fams.at(0);
+  ASSERT_EQ(f.arguments.size(), 6u);
+  EXPECT_EQ(f.arguments[0].type, ElementType::u32);
+  EXPECT_EQ(f.arguments[0].role, BufferRole::inout);
+  EXPECT_TRUE(f.arguments[0].is_output());
+  EXPECT_EQ(f.arguments[0].fill.kind, Fill::Kind::range);
+  EXPECT_EQ(f.arguments[0].fill.lo, 3);
+  EXPECT_EQ(f.arguments[0].fill.hi, 9);
+  EXPECT_EQ(f.arguments[1].type, ElementType::f16);
+  EXPECT_EQ(f.arguments[1].fill.hi, 4);
+  EXPECT_EQ(f.arguments[1].dims.size(), 1u);
+  EXPECT_EQ(f.arguments[2].fill.kind, Fill::Kind::constant);
+  EXPECT_EQ(f.arguments[2].fill.lo, -7);
+  EXPECT_EQ(f.arguments[3].type, ElementType::bf16);
+  EXPECT_EQ(f.arguments[3].fill.kind, Fill::Kind::uniform);  // the default for floating types
+  EXPECT_EQ(f.arguments[4].type, ElementType::f64);
+  EXPECT_EQ(f.arguments[4].real.value_or(0), 0.25);
+  EXPECT_EQ(f.arguments[5].type, ElementType::i64);
+  EXPECT_EQ(f.arguments[5].value.eval({{"n", 21}}), 42);
+  ASSERT_EQ(f.constants.size(), 1u);
+  EXPECT_EQ(f.constants[0].type, ElementType::u8);
+  EXPECT_EQ(f.constants[0].fill.hi, 255);  // the default range of uint8
+  // Declared tolerances apply to floating outputs; integers stay exact.
+  EXPECT_EQ(f.reference.tolerance_for(ElementType::bf16).rtol, 0.03);
+  EXPECT_EQ(f.reference.tolerance_for(ElementType::bf16).scale_floor.value_or(0), 2);
+  EXPECT_EQ(f.reference.tolerance_for(ElementType::u32).rtol, 0);
+  EXPECT_EQ(f.reference.kernel.name, "tiny_ref");
+  EXPECT_EQ(f.reference.kernel.arguments.size(), 6u);
+  ASSERT_EQ(f.library_baselines.size(), 1u);
+  EXPECT_EQ(f.library_baselines[0].buffers.at("src"), "x");
+}
+
+TEST(Family, DefaultTolerancesPerElementType) {
+  EXPECT_EQ(default_tolerance(ElementType::f32).rtol, 1e-4);
+  EXPECT_LT(default_tolerance(ElementType::f64).rtol, 1e-8);
+  EXPECT_GT(default_tolerance(ElementType::f16).rtol, default_tolerance(ElementType::f32).rtol);
+  EXPECT_GT(default_tolerance(ElementType::bf16).rtol, default_tolerance(ElementType::f16).rtol);
+  for (ElementType t :
+       {ElementType::i8, ElementType::u8, ElementType::i32, ElementType::u32, ElementType::i64}) {
+    EXPECT_EQ(default_tolerance(t).rtol, 0) << to_string(t);
+    EXPECT_EQ(default_tolerance(t).atol, 0) << to_string(t);
+    EXPECT_FALSE(is_floating(t));
+    EXPECT_NE(default_fill(t).hi, default_fill(t).lo) << to_string(t) << ": never all one value by default";
+  }
+  for (const char* name :
+       {"float", "double", "half", "bfloat16", "int8", "uint8", "int32", "uint32", "int64"})
+    EXPECT_EQ(to_string(*element_type_from_string(name)), name);
+  EXPECT_FALSE(element_type_from_string("int").has_value());
+  EXPECT_EQ(scalar_type_from_string("long"), ElementType::i64);
+  EXPECT_EQ(size_of(ElementType::bf16), 2u);
+}
+
+// Built-in families share reference kernels ("from") and declare their library baselines.
+TEST(Family, BuiltinReferencesAndBaselinesResolve) {
   const auto fams = builtin();
-  EXPECT_EQ(find_family(fams, "gemm_tf32").reference.math, "tf32");
-  EXPECT_GT(find_family(fams, "gemm_tf32").reference.tolerance, find_family(fams, "gemm_regtile").reference.tolerance);
-  EXPECT_EQ(find_family(fams, "gemm_regtile").reference.math, "fp32");
+  for (const auto& f : fams) {
+    if (f.reference.kind == Reference::Kind::kernel) {
+      EXPECT_FALSE(f.reference.kernel.source.empty()) << f.name;
+      EXPECT_NE(f.reference.kernel.source.find(f.reference.kernel.name), std::string::npos) << f.name;
+    }
+    for (const auto& b : f.baselines) EXPECT_NO_THROW(find_family(fams, b)) << f.name << " -> " << b;
+  }
+  const auto& tiled = find_family(fams, "gemm_tiled");
+  EXPECT_EQ(tiled.reference.from, "gemm_naive");
+  EXPECT_EQ(tiled.reference.kernel.name, "gemm_reference");
+  ASSERT_EQ(tiled.library_baselines.size(), 1u);
+  EXPECT_EQ(tiled.library_baselines[0].library, "cublas_sgemm");
+  const auto& tf32 = find_family(fams, "gemm_tf32");
+  EXPECT_EQ(tf32.library_baselines.at(0).library, "cublas_tf32");
+  EXPECT_GT(tf32.reference.tolerance_for(ElementType::f32).rtol,
+            find_family(fams, "gemm_regtile").reference.tolerance_for(ElementType::f32).rtol);
+  EXPECT_EQ(find_family(fams, "conv1d_register").library_baselines.at(0).library, "d2d_copy");
+}
+
+// A reference that runs another family's configuration must find its buffers here, by name and type.
+TEST(Family, FamilyReferenceMustMatchBuffers) {
+  test::TempDir dir;
+  std::string json = kGoodJson;
+  const std::string ref =
+      "{\"kernel\": \"tiny_ref.cu\", \"block\": [\"64\"], \"grid\": [\"ceil_div(n, 64)\"]}";
+  json.replace(json.find(ref), ref.size(), "{\"family\": \"gemm_naive\", \"config\": {\"BLOCK_X\": 16}}");
+  write_tiny(dir.path / "tiny", json);
+  try {
+    load_families({tiletune::test::templates_dir(), dir.path});
+    FAIL() << "loaded";
+  } catch (const FamilyError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a buffer 'A' that this family does not have"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Family, UserTemplatesAddAndOverride) {
   test::TempDir dir;
-  write(dir.path / "tiny/family.json", kGoodJson);
-  write(dir.path / "tiny/tiny.cu", "extern \"C\" __global__ void tiny() {}\n");
+  write_tiny(dir.path / "tiny", kGoodJson);
   const auto fams = load_families({tiletune::test::templates_dir(), dir.path});
   EXPECT_EQ(find_family(fams, "tiny").parameters[0].default_value, 64);
   EXPECT_NO_THROW(find_family(fams, "gemm_tiled"));

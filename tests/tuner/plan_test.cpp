@@ -1,11 +1,14 @@
+#include "tiletune/plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "../test_paths.hpp"
-#include "tiletune/plan.hpp"
 
 using namespace tiletune;
 
@@ -29,9 +32,12 @@ TEST(Plan, GemmTiledOnH100PrunesExactlyTheImpossibleConfigurations) {
   for (int tw : v)
     for (int by : v)
       for (int tk : v) {
-        if (tk != tw && tk != by) ++constraint;
-        else if (tw * by > 1024) ++threads;
-        else ++runnable;
+        if (tk != tw && tk != by)
+          ++constraint;
+        else if (tw * by > 1024)
+          ++threads;
+        else
+          ++runnable;
       }
   ASSERT_EQ(constraint + threads + runnable, 729);
   CompileCache no_cache{""};
@@ -44,11 +50,13 @@ TEST(Plan, GemmTiledOnH100PrunesExactlyTheImpossibleConfigurations) {
   int seen_constraint = 0, seen_threads = 0;
   for (const auto& c : plan.configs) {
     if (c.outcome != Outcome::pruned) continue;
-    if (c.reason == "constraint: TILE_K must equal TILE_WIDTH or BLOCK_Y") ++seen_constraint;
+    if (c.reason == "constraint: TILE_K must equal TILE_WIDTH or BLOCK_Y")
+      ++seen_constraint;
     else if (c.reason.rfind("threads: ", 0) == 0) {
       ++seen_threads;
       EXPECT_GT(c.params.at("TILE_WIDTH") * c.params.at("BLOCK_Y"), 1024) << c.reason;
-    } else ADD_FAILURE() << "unexpected reason " << c.reason;
+    } else
+      ADD_FAILURE() << "unexpected reason " << c.reason;
   }
   EXPECT_EQ(seen_constraint, constraint);
   EXPECT_EQ(seen_threads, threads);
@@ -86,8 +94,10 @@ TEST(Plan, ProblemArgumentsEnterConstraints) {
   const auto edge = prune_before_compile(f, h100, wide, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 0}});
   EXPECT_EQ(edge.outcome, Outcome::pruned);
   EXPECT_EQ(edge.reason, "constraint: edge-thread halo loading needs mask_width / 2 <= BLOCK_SIZE");
-  EXPECT_EQ(prune_before_compile(f, h100, wide, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 1}}).outcome, Outcome::ok);
-  EXPECT_EQ(prune_before_compile(f, h100, narrow, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 0}}).outcome, Outcome::ok);
+  EXPECT_EQ(prune_before_compile(f, h100, wide, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 1}}).outcome,
+            Outcome::ok);
+  EXPECT_EQ(prune_before_compile(f, h100, narrow, {{"BLOCK_SIZE", 16}, {"LOAD_STRATEGY", 0}}).outcome,
+            Outcome::ok);
 }
 
 // Constraints read the device's compute capability as 'cc': gemm_regtile's cluster split-K needs sm_90.
@@ -106,7 +116,8 @@ TEST(Plan, ConstraintsReadTheComputeCapability) {
   EXPECT_EQ(prune_before_compile(f, load_profile("a100"), p, f.default_params()).outcome, Outcome::ok);
 }
 
-// Launch expressions read the device's SM count as 'sms': stream-K launches one block per SM whatever the size.
+// Launch expressions read the device's SM count as 'sms': stream-K launches one block per SM whatever the
+// size.
 TEST(Plan, LaunchReadsTheSmCount) {
   const auto& f = find_family(builtin(), "gemm_regtile");
   Params sk = f.default_params();
@@ -118,8 +129,8 @@ TEST(Plan, LaunchReadsTheSmCount) {
       EXPECT_EQ(c.launch.grid[0], sms) << profile;
       EXPECT_EQ(c.launch.grid[1], 1);
     }
-  const auto data_parallel = prune_before_compile(f, load_profile("h100"), f.make_problem({2000, 2000, 2000}, {}),
-                                                  f.default_params());
+  const auto data_parallel = prune_before_compile(f, load_profile("h100"),
+                                                  f.make_problem({2000, 2000, 2000}, {}), f.default_params());
   EXPECT_EQ(data_parallel.launch.grid[0], 8);  // ceil(2000 / 256)
   EXPECT_EQ(data_parallel.launch.grid[1], 16);
   sk["SPLIT_K"] = 2;
@@ -131,6 +142,34 @@ TEST(Plan, LaunchReadsTheSmCount) {
 // second plan takes every one of them from the cache. Families with thousands of configurations are
 // compiled on an evenly spaced sample of 60 here (the whole space compiles in 'tiletune plan' on a GPU
 // machine's cores); the others in full.
+// The worker's own kernels (fill, compare, convert for every element type) and every family's reference
+// kernel compile with NVRTC for both architectures, as the worker compiles them on the GPU machine.
+TEST(Plan, SupportAndReferenceKernelsCompile) {
+  std::ifstream in(TILETUNE_SOURCE_SUPPORT_KERNELS);
+  ASSERT_TRUE(in) << TILETUNE_SOURCE_SUPPORT_KERNELS;
+  std::stringstream support;
+  support << in.rdbuf();
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const CompileResult r =
+        compile(CompileJob{support.str(), "tiletune_support.cu", "tt_compare_half_double", arch, {}});
+    const auto* err = std::get_if<CompileError>(&r);
+    EXPECT_EQ(err, nullptr) << (err ? err->log : "");
+    if (!err) {
+      EXPECT_NE(std::get<CompiledKernel>(r).cubin.find("tt_compare_int64_int64"), std::string::npos);
+    }
+    for (const auto& f : builtin()) {
+      const ReferenceKernel& k = f.reference.kernel;
+      if (f.reference.kind != Reference::Kind::kernel || !f.reference.from.empty()) continue;
+      const CompileResult rr = compile(CompileJob{k.source, k.file, k.name, arch, {}});
+      const auto* e = std::get_if<CompileError>(&rr);
+      EXPECT_EQ(e, nullptr) << f.name << " " << k.file << ": " << (e ? e->log : "");
+      if (!e) {
+        EXPECT_GT(std::get<CompiledKernel>(rr).usage.registers, 0) << f.name << " " << k.file;
+      }
+    }
+  }
+}
+
 TEST(Plan, EveryConfigurationCompilesForSm80AndSm90) {
   test::TempDir cache_dir;
   const CompileCache cache(cache_dir.path);
@@ -156,13 +195,16 @@ TEST(Plan, EveryConfigurationCompilesForSm80AndSm90) {
       const Plan plan = make_plan(f, device, p, cache, o);
       EXPECT_GT(plan.count(Outcome::ok), 0u) << f.name << " on " << profile;
       for (const auto& c : plan.configs) {
-        EXPECT_NE(c.outcome, Outcome::compile_failed) << f.name << " " << params_to_text(c.params) << ": " << c.reason;
+        EXPECT_NE(c.outcome, Outcome::compile_failed)
+            << f.name << " " << params_to_text(c.params) << ": " << c.reason;
         if (c.outcome == Outcome::ok) {
           EXPECT_TRUE(c.compiled);
           if (c.usage.registers <= 0) {
             const auto log = compile(compile_job(f, device, c.params));
-            ADD_FAILURE() << f.name << " " << params_to_text(c.params) << " on " << profile << ": no register count in the NVRTC log:\n"
-                          << (std::holds_alternative<CompiledKernel>(log) ? std::get<CompiledKernel>(log).log : std::get<CompileError>(log).log);
+            ADD_FAILURE() << f.name << " " << params_to_text(c.params) << " on " << profile
+                          << ": no register count in the NVRTC log:\n"
+                          << (std::holds_alternative<CompiledKernel>(log) ? std::get<CompiledKernel>(log).log
+                                                                          : std::get<CompileError>(log).log);
             return;
           }
           EXPECT_GT(c.occupancy.active_blocks, 0);
@@ -181,7 +223,8 @@ TEST(Plan, EveryConfigurationCompilesForSm80AndSm90) {
 }
 
 TEST(Plan, CompileErrorsCarryTheFullLog) {
-  CompileJob job{"extern \"C\" __global__ void k(float* p) { p[0] = undeclared_name; }\n", "k.cu", "k", "sm_90", {}};
+  CompileJob job{
+      "extern \"C\" __global__ void k(float* p) { p[0] = undeclared_name; }\n", "k.cu", "k", "sm_90", {}};
   const CompileResult r = compile(job);
   ASSERT_TRUE(std::holds_alternative<CompileError>(r));
   EXPECT_NE(std::get<CompileError>(r).log.find("undeclared_name"), std::string::npos);
@@ -194,11 +237,13 @@ TEST(Plan, CompileErrorsCarryTheFullLog) {
 // NVRTC 12.9+ has its own on-disk cache, and what it serves from there comes without ptxas's report: the same
 // source compiled again must still report its registers (tiletune passes --no-cache).
 TEST(Plan, RecompilingTheSameSourceStillReportsResources) {
-  const CompileJob job{"extern \"C\" __global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n", "k.cu", "k", "sm_90", {}};
+  const CompileJob job{
+      "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n", "k.cu", "k", "sm_90", {}};
   for (int i = 0; i < 3; ++i) {
     const CompileResult r = compile(job);
     ASSERT_TRUE(std::holds_alternative<CompiledKernel>(r));
-    EXPECT_GT(std::get<CompiledKernel>(r).usage.registers, 0) << "compile " << i << ":\n" << std::get<CompiledKernel>(r).log;
+    EXPECT_GT(std::get<CompiledKernel>(r).usage.registers, 0) << "compile " << i << ":\n"
+                                                              << std::get<CompiledKernel>(r).log;
   }
 }
 
@@ -218,7 +263,9 @@ TEST(Plan, BackgroundCompilerCompilesWhatIsPrefetched) {
   const std::vector<CompileJob> jobs = first_conv1d_jobs(4);
   test::TempDir dir;
   const CompileCache cache(dir.path);
-  auto cached = [&](std::size_t i) { return std::filesystem::exists(dir.path / (cache.key(jobs[i]) + ".json")); };
+  auto cached = [&](std::size_t i) {
+    return std::filesystem::exists(dir.path / (cache.key(jobs[i]) + ".json"));
+  };
   BackgroundCompiler compiler(jobs, cache, 2, /*eager=*/false);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (std::size_t i = 0; i < jobs.size(); ++i) EXPECT_FALSE(cached(i)) << i;

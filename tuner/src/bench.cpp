@@ -2,6 +2,7 @@
 
 #include <iomanip>
 
+#include "requests.hpp"
 #include "tiletune/plan.hpp"
 
 namespace tiletune {
@@ -10,12 +11,11 @@ using nlohmann::json;
 
 namespace {
 
-Timing timing_from(const json& r) {
-  return Timing{r.at("median_ms").get<double>(), r.at("p25_ms").get<double>(), r.at("p75_ms").get<double>(),
-                r.at("spread").get<double>(), r.at("reps").get<int>()};
-}
+Timing timing_from(const wire::Reply& r) { return Timing{r.median_ms, r.p25_ms, r.p75_ms, r.spread, r.reps}; }
 
-std::string problem_text(const ProblemKey& p) { return p.size_text() + (p.args.empty() ? "" : " " + p.args_text()); }
+std::string problem_text(const ProblemKey& p) {
+  return p.size_text() + (p.args.empty() ? "" : " " + p.args_text());
+}
 
 struct Measured {
   Params params;
@@ -25,11 +25,12 @@ struct Measured {
 };
 
 // Compiles and measures one configuration of a family in the worker; throws SweepError when it does not run.
-Measured measure_config(const KernelFamily& family, const ProblemKey& problem, const Params& params, const std::string& source,
-                        const DeviceLimits& device, WorkerProcess& worker, const CompileCache& cache,
-                        const MeasureSettings& settings) {
+Measured measure_config(const KernelFamily& family, const ProblemKey& problem, const Params& params,
+                        const std::string& source, const DeviceLimits& device, WorkerProcess& worker,
+                        const CompileCache& cache, const MeasureSettings& settings) {
   PlannedConfig c = prune_before_compile(family, device, problem, params);
-  if (c.outcome != Outcome::ok) throw SweepError(family.name + " (" + params_to_text(params) + ") cannot run: " + c.reason);
+  if (c.outcome != Outcome::ok)
+    throw SweepError(family.name + " (" + params_to_text(params) + ") cannot run: " + c.reason);
   const CompileJob job = compile_job(family, device, params);
   const std::string key = cache.key(job);
   auto compiled = cache.load(key);
@@ -38,26 +39,30 @@ Measured measure_config(const KernelFamily& family, const ProblemKey& problem, c
     cache.store(key, *compiled);
   }
   apply_compile_result(c, *compiled, device);
-  if (c.outcome != Outcome::ok) throw SweepError(family.name + " (" + params_to_text(params) + ") cannot run: " + c.reason);
-  const auto setup = worker.request(setup_request(family, problem, settings), 900);
-  if (setup.status != WorkerProcess::Reply::Status::ok || !setup.body.value("ok", false))
-    throw SweepError("worker setup for " + family.name + " failed: " + setup.body.value("error", setup.detail));
-  const auto reply = worker.request(
-      measure_request(family, problem, params, c.launch, (cache.dir() / (key + ".cubin")).string(), settings), 600);
-  if (reply.status != WorkerProcess::Reply::Status::ok || reply.body.value("outcome", "") != "ok")
-    throw SweepError(family.name + " (" + params_to_text(params) + ") failed: " +
-                     (reply.status == WorkerProcess::Reply::Status::ok ? reply.body.value("reason", reply.body.value("error", std::string("?")))
-                                                                       : reply.detail.empty() ? "timed out" : reply.detail));
-  json extra = {{"registers", c.usage.registers},        {"static_smem", c.usage.static_smem},
-                {"dynamic_smem", c.launch.dynamic_smem}, {"spill_bytes", c.usage.spill_stores + c.usage.spill_loads},
-                {"occupancy", c.occupancy.fraction},     {"occupancy_limiter", c.occupancy.limiter},
-                {"sm_clock_mhz", reply.body.value("sm_clock_mhz", 0.0)}, {"error", reply.body.value("error", 0.0)}};
-  return Measured{params, source, timing_from(reply.body), extra};
+  if (c.outcome != Outcome::ok)
+    throw SweepError(family.name + " (" + params_to_text(params) + ") cannot run: " + c.reason);
+  const wire::Reply setup =
+      ask(worker, wire::message("setup", setup_request(family, problem, device, cache, settings)), 900);
+  if (!setup.ok) throw SweepError("worker setup for " + family.name + " failed: " + setup.error);
+  const wire::Reply reply =
+      ask(worker,
+          wire::message("measure", measure_request(family, problem, params, c.launch,
+                                                   (cache.dir() / (key + ".cubin")).string(), settings)),
+          600);
+  if (reply.outcome != "ok")
+    throw SweepError(family.name + " (" + params_to_text(params) +
+                     ") failed: " + (reply.reason.empty() ? reply.error : reply.reason));
+  json extra = {
+      {"registers", c.usage.registers},        {"static_smem", c.usage.static_smem},
+      {"dynamic_smem", c.launch.dynamic_smem}, {"spill_bytes", c.usage.spill_stores + c.usage.spill_loads},
+      {"occupancy", c.occupancy.fraction},     {"occupancy_limiter", c.occupancy.limiter},
+      {"sm_clock_mhz", reply.sm_clock_mhz},    {"error", reply.error_l2}};
+  return Measured{params, source, timing_from(reply), extra};
 }
 
 Measured best_or_default(const KernelFamily& family, const ProblemKey& problem, const DeviceLimits& device,
-                         const Store& store, WorkerProcess& worker, const CompileCache& cache, const MeasureSettings& s,
-                         std::ostream& log) {
+                         const Store& store, WorkerProcess& worker, const CompileCache& cache,
+                         const MeasureSettings& s, std::ostream& log) {
   if (auto best = store.best(family.name, device.name, problem))
     return measure_config(family, problem, best->record.params, "tuned", device, worker, cache, s);
   log << "note: no tuned " << family.name << " for " << problem_text(problem) << " on " << device.name
@@ -89,22 +94,23 @@ BenchRow make_row(const KernelFamily& family, const ProblemKey& problem, const M
 
 std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const KernelFamily& family,
                                 const ProblemKey& problem, const Store& store, WorkerProcess& worker,
-                                const CompileCache& cache, const MeasureSettings& settings, std::ostream& log) {
+                                const CompileCache& cache, const MeasureSettings& settings,
+                                std::ostream& log) {
   const DeviceLimits device = worker_device(worker);
   const double work = static_cast<double>(family.metric_work.eval(family.vars(problem, {})));
   std::vector<BenchRow> rows;
   const Measured ours = best_or_default(family, problem, device, store, worker, cache, settings, log);
 
-  // The library baseline runs on the same buffers, right after our kernel.
-  // (cuBLAS with TF32 tensor-core math for a TF32 family.)
-  const std::string lib = family.reference.kind != "gemm" ? "copy" : family.reference.math == "tf32" ? "cublas_tf32" : "cublas";
-  const std::string lib_row = lib == "copy" ? "d2d_copy" : lib == "cublas_tf32" ? "cublas_tf32" : "cublas_sgemm";
-  const auto reply = worker.request({{"op", "baseline"}, {"kind", lib}, {"min_reps", settings.min_reps}, {"max_reps", settings.max_reps},
-                                     {"budget_ms", settings.budget_ms}, {"target_spread", settings.target_spread}}, 600);
-  if (reply.status == WorkerProcess::Reply::Status::ok && reply.body.value("outcome", "") == "ok")
-    rows.push_back(make_row(family, problem, ours, work, lib_row, "", timing_from(reply.body)));
-  else
-    log << "warning: baseline " << lib << " failed: " << reply.body.value("reason", reply.detail) << "\n";
+  // Library baselines run on the same buffers, right after our kernel.
+  for (const auto& lib : family.library_baselines) {
+    const wire::Reply reply =
+        ask(worker, wire::message("baseline", baseline_request(family, problem, lib, settings)), 600);
+    if (reply.outcome == "ok")
+      rows.push_back(make_row(family, problem, ours, work, lib.library, "", timing_from(reply)));
+    else
+      log << "warning: baseline " << lib.library
+          << " failed: " << (reply.reason.empty() ? reply.error : reply.reason) << "\n";
+  }
 
   for (const auto& name : family.baselines) {
     const KernelFamily& base = find_family(families, name);
@@ -113,10 +119,14 @@ std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const
     std::map<std::string, std::int64_t> args;
     std::string missing;
     for (const auto& [k, v] : problem.args) {
-      const bool known = std::any_of(base.problem_args.begin(), base.problem_args.end(), [&](const ProblemArg& a) { return a.name == k; });
-      const auto ours = std::find_if(family.problem_args.begin(), family.problem_args.end(), [&](const ProblemArg& a) { return a.name == k; });
-      if (known) args[k] = v;
-      else if (ours == family.problem_args.end() || ours->default_value != v) missing = k;
+      const bool known = std::any_of(base.problem_args.begin(), base.problem_args.end(),
+                                     [&](const ProblemArg& a) { return a.name == k; });
+      const auto ours = std::find_if(family.problem_args.begin(), family.problem_args.end(),
+                                     [&](const ProblemArg& a) { return a.name == k; });
+      if (known)
+        args[k] = v;
+      else if (ours == family.problem_args.end() || ours->default_value != v)
+        missing = k;
     }
     if (!missing.empty()) {
       log << "note: " << base.name << " has no '" << missing << "' argument; not compared\n";
@@ -124,7 +134,8 @@ std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const
     }
     const ProblemKey base_problem = base.make_problem(problem.dims, args);
     const Measured b = best_or_default(base, base_problem, device, store, worker, cache, settings, log);
-    rows.push_back(make_row(family, problem, ours, work, base.name, params_to_text(b.params) + " (" + b.source + ")", b.time));
+    rows.push_back(make_row(family, problem, ours, work, base.name,
+                            params_to_text(b.params) + " (" + b.source + ")", b.time));
   }
   return rows;
 }
@@ -163,7 +174,8 @@ json bench_json(const std::vector<BenchRow>& rows, const DeviceLimits& device) {
 json merge_bench_json(const json& existing, const json& fresh) {
   json merged = fresh;
   auto same = [](const json& a, const json& b) {
-    return a.at("family") == b.at("family") && a.at("problem") == b.at("problem") && a.at("baseline") == b.at("baseline");
+    return a.at("family") == b.at("family") && a.at("problem") == b.at("problem") &&
+           a.at("baseline") == b.at("baseline");
   };
   json kept = json::array();
   if (existing.is_object() && existing.contains("results"))

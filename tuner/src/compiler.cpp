@@ -39,12 +39,12 @@ class Program {
   nvrtcProgram p_ = nullptr;
 };
 
-#define TILETUNE_NVRTC_CHECK(call)                                                                          \
-  do {                                                                                                      \
-    const nvrtcResult nvrtc_status_ = (call);                                                               \
-    if (nvrtc_status_ != NVRTC_SUCCESS)                                                                     \
-      return CompileError{std::string(#call) + ": " + nvrtcGetErrorString(nvrtc_status_) + " (" __FILE__ ":" + \
-                          std::to_string(__LINE__) + ")"};                                                  \
+#define TILETUNE_NVRTC_CHECK(call)                                                         \
+  do {                                                                                     \
+    const nvrtcResult nvrtc_status_ = (call);                                              \
+    if (nvrtc_status_ != NVRTC_SUCCESS)                                                    \
+      return CompileError{std::string(#call) + ": " + nvrtcGetErrorString(nvrtc_status_) + \
+                          " (" __FILE__ ":" + std::to_string(__LINE__) + ")"};             \
   } while (0)
 
 std::string program_log(nvrtcProgram p) {
@@ -113,14 +113,39 @@ ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kerne
   return u;
 }
 
+namespace {
+
+// Where NVRTC finds the toolkit's headers (cuda_fp16.h, cuda_bf16.h, ...): found once per process.
+const std::string& cuda_include_dir() {
+  static const std::string dir = [] {
+    std::vector<std::string> candidates;
+    for (const char* env : {"TILETUNE_CUDA_INCLUDE", "CUDA_HOME", "CUDA_PATH"})
+      if (const char* v = std::getenv(env); v && *v)
+        candidates.push_back(std::string(v) +
+                             (std::string(env) == "TILETUNE_CUDA_INCLUDE" ? "" : "/include"));
+    candidates.push_back(TILETUNE_CUDA_INCLUDE_DIR);
+    candidates.push_back("/usr/local/cuda/include");
+    for (const auto& c : candidates) {
+      std::error_code ec;
+      if (std::filesystem::exists(std::filesystem::path(c) / "cuda_fp16.h", ec)) return c;
+    }
+    return std::string();
+  }();
+  return dir;
+}
+
+}  // namespace
+
 CompileResult compile(const CompileJob& job) {
   nvrtcProgram raw = nullptr;
-  TILETUNE_NVRTC_CHECK(nvrtcCreateProgram(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
+  TILETUNE_NVRTC_CHECK(
+      nvrtcCreateProgram(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
   Program program(raw);
   std::vector<std::string> options = {"--gpu-architecture=" + job.arch, "--ptxas-options=-v", "--std=c++17"};
   // NVRTC 12.9 and later keep their own on-disk cache, and a result served from it carries no ptxas report
   // (no registers, no spills). tiletune caches compiled kernels itself, so NVRTC's cache stays off.
   if (nvrtc_has_own_cache()) options.push_back("--no-cache");
+  if (!cuda_include_dir().empty()) options.push_back("--include-path=" + cuda_include_dir());
   options.insert(options.end(), job.options.begin(), job.options.end());
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
@@ -143,20 +168,24 @@ CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec || access(dir_.c_str(), W_OK) != 0) {
-    std::cerr << "tiletune: warning: compile cache " << dir_.string() << " is not writable; compiling without it\n";
+    std::cerr << "tiletune: warning: compile cache " << dir_.string()
+              << " is not writable; compiling without it\n";
     dir_.clear();
   }
 }
 
 std::filesystem::path CompileCache::default_dir() {
   if (const char* env = std::getenv("TILETUNE_CACHE"); env && *env) return env;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "tiletune";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache/tiletune";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::filesystem::path(xdg) / "tiletune";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path(home) / ".cache/tiletune";
   return std::filesystem::temp_directory_path() / "tiletune-cache";
 }
 
 std::string CompileCache::key(const CompileJob& job) const {
-  std::string text = job.source + '\0' + job.file_name + '\0' + job.kernel + '\0' + job.arch + '\0' + nvrtc_version();
+  std::string text =
+      job.source + '\0' + job.file_name + '\0' + job.kernel + '\0' + job.arch + '\0' + nvrtc_version();
   for (const auto& o : job.options) text += '\0' + o;
   return content_hash(text) + content_hash("tiletune-salt" + text);
 }
@@ -174,7 +203,8 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
     if (!ok || k.cubin.empty()) return std::nullopt;
     k.log = meta.at("log").get<std::string>();
     const json& u = meta.at("usage");
-    k.usage = {u.at("registers"), u.at("static_smem"), u.at("stack_bytes"), u.at("spill_stores"), u.at("spill_loads"), u.at("barriers")};
+    k.usage = {u.at("registers"),    u.at("static_smem"), u.at("stack_bytes"),
+               u.at("spill_stores"), u.at("spill_loads"), u.at("barriers")};
     k.from_cache = true;
     return CompileResult{std::move(k)};
   } catch (const json::exception&) {
@@ -213,10 +243,15 @@ std::vector<int> spawn_compilers(const std::vector<CompileJob>& jobs, const std:
                                  std::filesystem::path* jobs_file) {
   json list = json::array();
   for (std::size_t i : todo)
-    list.push_back({{"source", jobs[i].source}, {"file_name", jobs[i].file_name}, {"kernel", jobs[i].kernel},
-                    {"arch", jobs[i].arch}, {"options", jobs[i].options}, {"key", keys[i]}});
+    list.push_back({{"source", jobs[i].source},
+                    {"file_name", jobs[i].file_name},
+                    {"kernel", jobs[i].kernel},
+                    {"arch", jobs[i].arch},
+                    {"options", jobs[i].options},
+                    {"key", keys[i]}});
   static int serial = 0;
-  *jobs_file = cache.dir() / ("jobs-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".json");
+  *jobs_file =
+      cache.dir() / ("jobs-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".json");
   if (!write_atomic(*jobs_file, json{{"cache", cache.dir().string()}, {"jobs", list}}.dump())) return {};
   std::vector<int> pids;
   std::cout.flush();
@@ -226,7 +261,8 @@ std::vector<int> spawn_compilers(const std::vector<CompileJob>& jobs, const std:
     const pid_t pid = ::fork();
     if (pid < 0) break;
     if (pid == 0) {
-      ::execl("/proc/self/exe", "tiletune-compile", "--tiletune-compile", file.c_str(), index.c_str(), count.c_str(), nullptr);
+      ::execl("/proc/self/exe", "tiletune-compile", "--tiletune-compile", file.c_str(), index.c_str(),
+              count.c_str(), nullptr);
       ::_exit(127);
     }
     pids.push_back(pid);
@@ -236,8 +272,8 @@ std::vector<int> spawn_compilers(const std::vector<CompileJob>& jobs, const std:
 
 }  // namespace
 
-std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, const CompileCache& cache, int workers,
-                                       ParallelMode mode, CompileStats* stats) {
+std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, const CompileCache& cache,
+                                       int workers, ParallelMode mode, CompileStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::optional<CompileResult>> results(jobs.size());
   std::vector<std::string> keys(jobs.size());
@@ -247,14 +283,17 @@ std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, cons
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     keys[i] = cache.key(jobs[i]);
     results[i] = cache.load(keys[i]);
-    if (results[i]) ++s.from_cache;
-    else todo.push_back(i);
+    if (results[i])
+      ++s.from_cache;
+    else
+      todo.push_back(i);
   }
   workers = std::max(1, std::min<int>(workers, static_cast<int>(todo.size())));
   if (!todo.empty()) {
     if (mode == ParallelMode::processes && cache.enabled() && workers > 1) {
       std::filesystem::path jobs_file;
-      for (int pid : spawn_compilers(jobs, todo, keys, cache, workers, &jobs_file)) ::waitpid(pid, nullptr, 0);
+      for (int pid : spawn_compilers(jobs, todo, keys, cache, workers, &jobs_file))
+        ::waitpid(pid, nullptr, 0);
       std::error_code ec;
       std::filesystem::remove(jobs_file, ec);
       for (std::size_t i : todo) results[i] = cache.load(keys[i]);
@@ -286,7 +325,8 @@ std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, cons
   return out;
 }
 
-BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const CompileCache& cache, int workers, bool eager)
+BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const CompileCache& cache, int workers,
+                                       bool eager)
     : jobs_(std::move(jobs)), cache_(cache), workers_(std::max(1, workers)) {
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < jobs_.size(); ++i) {
@@ -294,7 +334,8 @@ BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const Compi
     if (eager && cache_.enabled() && !cached(i)) todo.push_back(i);
   }
   if (cache_.enabled() && !todo.empty())
-    children_ = spawn_compilers(jobs_, todo, keys_, cache_, std::min<int>(workers_, static_cast<int>(todo.size())), &jobs_file_);
+    children_ = spawn_compilers(jobs_, todo, keys_, cache_,
+                                std::min<int>(workers_, static_cast<int>(todo.size())), &jobs_file_);
 }
 
 BackgroundCompiler::~BackgroundCompiler() {
@@ -357,8 +398,10 @@ CompileResult BackgroundCompiler::get(std::size_t index, bool wait_for_children)
     for (int& pid : children_) {
       if (pid <= 0) continue;
       int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) pid = -1;
-      else any_alive = true;
+      if (::waitpid(pid, &status, WNOHANG) == pid)
+        pid = -1;
+      else
+        any_alive = true;
     }
     if (!any_alive) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -384,7 +427,8 @@ int compile_child_main(const std::string& jobs_file, int index, int workers) {
     const json doc = json::parse(text);
     const CompileCache cache(doc.at("cache").get<std::string>());
     const json& jobs = doc.at("jobs");
-    for (std::size_t t = static_cast<std::size_t>(index); t < jobs.size(); t += static_cast<std::size_t>(workers)) {
+    for (std::size_t t = static_cast<std::size_t>(index); t < jobs.size();
+         t += static_cast<std::size_t>(workers)) {
       const json& j = jobs[t];
       const CompileJob job{j.at("source"), j.at("file_name"), j.at("kernel"), j.at("arch"), j.at("options")};
       cache.store(j.at("key").get<std::string>(), compile(job));

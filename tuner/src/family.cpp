@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+
+#include "tiletune/library_calls.hpp"
 
 namespace tiletune {
 
@@ -39,7 +43,8 @@ class Reader {
     if (!obj.is_object() || !obj.contains(key)) fail(std::string("missing field '") + key + "'");
     return obj.at(key);
   }
-  std::string text(const json& obj, const char* key, const std::string& fallback = "", bool required = true) const {
+  std::string text(const json& obj, const char* key, const std::string& fallback = "",
+                   bool required = true) const {
     if (!obj.contains(key)) {
       if (required) fail(std::string("missing field '") + key + "'");
       return fallback;
@@ -51,9 +56,12 @@ class Reader {
   }
   Expr expr(const json& v, const std::string& where) const {
     std::string text;
-    if (v.is_number_integer()) text = std::to_string(v.get<std::int64_t>());
-    else if (v.is_string()) text = v.get<std::string>();
-    else fail(where + " must be an expression string or an integer");
+    if (v.is_number_integer())
+      text = std::to_string(v.get<std::int64_t>());
+    else if (v.is_string())
+      text = v.get<std::string>();
+    else
+      fail(where + " must be an expression string or an integer");
     try {
       return Expr::parse(text);
     } catch (const ExprError& e) {
@@ -83,6 +91,426 @@ class Reader {
   std::string file_;
 };
 
+// Reads "fill": {"uniform": [lo, hi]} | {"range": [lo, hi]} | {"constant": v}.
+Fill parse_fill(const Reader& r, const json& spec, ElementType type, const std::string& where) {
+  if (!spec.is_object() || spec.size() != 1)
+    r.fail(where + ".fill must be one of {\"uniform\": [lo, hi]}, {\"range\": [lo, hi]}, {\"constant\": v}");
+  const auto& [kind, value] = *spec.items().begin();
+  Fill f;
+  if (kind == "constant") {
+    if (!value.is_number()) r.fail(where + ".fill.constant must be a number");
+    f.kind = Fill::Kind::constant;
+    f.lo = f.hi = value.get<double>();
+    if (!is_floating(type) && f.lo != static_cast<double>(static_cast<std::int64_t>(f.lo)))
+      r.fail(where + ".fill.constant must be an integer for " + to_string(type));
+    return f;
+  }
+  if (kind != "uniform" && kind != "range")
+    r.fail(where + ".fill: unknown distribution '" + kind + "' (uniform, range, constant)");
+  if (!value.is_array() || value.size() != 2 || !value[0].is_number() || !value[1].is_number())
+    r.fail(where + ".fill." + kind + " must be [lo, hi]");
+  f.lo = value[0].get<double>();
+  f.hi = value[1].get<double>();
+  if (!std::isfinite(f.lo) || !std::isfinite(f.hi) || !(f.lo <= f.hi))
+    r.fail(where + ".fill." + kind + " needs lo <= hi");
+  if (kind == "uniform") {
+    if (!is_floating(type))
+      r.fail(where + ".fill: uniform is for floating types; use range for " + to_string(type));
+    f.kind = Fill::Kind::uniform;
+  } else {
+    if (is_floating(type))
+      r.fail(where + ".fill: range is for integer types; use uniform for " + to_string(type));
+    f.kind = Fill::Kind::range;
+    const Fill widest = default_fill(type);
+    if (f.lo != std::floor(f.lo) || f.hi != std::floor(f.hi)) r.fail(where + ".fill.range must be integers");
+    const double type_lo = type == ElementType::i8    ? -128
+                           : type == ElementType::i32 ? -2147483648.0
+                           : type == ElementType::i64 ? -9.2e18
+                                                      : 0;
+    const double type_hi = type == ElementType::i8    ? 127
+                           : type == ElementType::u8  ? 255
+                           : type == ElementType::i32 ? 2147483647.0
+                           : type == ElementType::u32 ? 4294967295.0
+                                                      : 9.2e18;
+    if (f.lo < type_lo || f.hi > type_hi) r.fail(where + ".fill.range does not fit in " + to_string(type));
+    (void)widest;
+  }
+  return f;
+}
+
+std::vector<Expr> expr_list(const Reader& r, const json& list, const std::string& where, std::size_t max) {
+  if (!list.is_array() || list.empty() || list.size() > max)
+    r.fail(where + " needs 1 to " + std::to_string(max) + " expressions");
+  std::vector<Expr> out;
+  for (const json& e : list) out.push_back(r.expr(e, where));
+  return out;
+}
+
+void parse_problem(const Reader& r, const json& doc, KernelFamily& f) {
+  const json& problem = r.need(doc, "problem");
+  const json& dims = r.need(problem, "dims");
+  if (!dims.is_array()) r.fail("problem.dims must be a list of identifiers");
+  for (const json& d : dims) {
+    if (!d.is_string() || !is_identifier(d.get<std::string>())) r.fail("problem.dims must be identifiers");
+    f.dims.push_back(d.get<std::string>());
+  }
+  if (f.dims.empty()) r.fail("problem.dims is empty");
+  if (problem.contains("args")) {
+    const json& args = problem.at("args");
+    if (!args.is_object()) r.fail("problem.args must be an object of name: default");
+    for (const auto& [name, value] : args.items()) {
+      if (!is_identifier(name)) r.fail("problem.args: '" + name + "' is not an identifier");
+      if (!value.is_number_integer()) r.fail("problem.args." + name + " must be an integer default");
+      f.problem_args.push_back({name, value.get<std::int64_t>()});
+    }
+  }
+  f.problem_checks = r.conditions(problem, "checks");
+  if (problem.contains("default_sizes")) {
+    const json& sizes = problem.at("default_sizes");
+    if (!sizes.is_array()) r.fail("problem.default_sizes must be a list of size strings");
+    for (const json& s : sizes) {
+      if (!s.is_string()) r.fail("problem.default_sizes must be size strings");
+      f.default_sizes.push_back(s.get<std::string>());
+    }
+  }
+}
+
+void parse_parameters(const Reader& r, const json& doc, KernelFamily& f) {
+  const json& params = r.need(doc, "parameters");
+  if (!params.is_object() || params.empty()) r.fail("'parameters' must be a non-empty object");
+  for (const auto& [name, spec] : params.items()) {
+    if (!is_identifier(name)) r.fail("parameter name '" + name + "' must be an identifier");
+    Parameter p{name, {}, 0};
+    const json& values = r.need(spec, "values");
+    if (!values.is_array() || values.empty())
+      r.fail("parameters." + name + ".values must be a non-empty list");
+    std::set<std::int64_t> seen;
+    for (const json& v : values) {
+      if (!v.is_number_integer()) r.fail("parameters." + name + ".values must be integers");
+      if (!seen.insert(v.get<std::int64_t>()).second) r.fail("parameters." + name + " repeats a value");
+      p.values.push_back(v.get<std::int64_t>());
+    }
+    if (spec.contains("default") && !spec.at("default").is_number_integer())
+      r.fail("parameters." + name + ".default must be an integer");
+    p.default_value = spec.contains("default") ? spec.at("default").get<std::int64_t>() : p.values.front();
+    if (!seen.count(p.default_value)) r.fail("parameters." + name + ".default is not one of its values");
+    f.parameters.push_back(std::move(p));
+  }
+  f.constraints = r.conditions(doc, "constraints");
+}
+
+void parse_launch(const Reader& r, const json& doc, KernelFamily& f) {
+  const json& launch = r.need(doc, "launch");
+  f.launch.block = expr_list(r, r.need(launch, "block"), "launch.block", 3);
+  f.launch.grid = expr_list(r, r.need(launch, "grid"), "launch.grid", 3);
+  f.launch.dynamic_shared_bytes =
+      r.expr(launch.value("dynamic_shared_bytes", json("0")), "launch.dynamic_shared_bytes");
+  f.launch.static_shared_bytes =
+      r.expr(launch.value("static_shared_bytes", json("0")), "launch.static_shared_bytes");
+}
+
+ElementType parse_buffer_type(const Reader& r, const std::string& text, const std::string& where) {
+  const auto type = element_type_from_string(text);
+  if (!type) r.fail(where + ": unknown element type '" + text + "' (" + element_type_list() + ")");
+  return *type;
+}
+
+Argument parse_argument(const Reader& r, const json& a, std::size_t index) {
+  if (!a.is_object()) r.fail("arguments[" + std::to_string(index) + "] must be an object");
+  Argument arg;
+  arg.name = r.text(a, "name");
+  if (!is_identifier(arg.name)) r.fail("argument name '" + arg.name + "' must be an identifier");
+  const std::string where = "argument '" + arg.name + "'";
+  if (a.contains("buffer") == a.contains("scalar")) r.fail(where + " must be a buffer or a scalar");
+  if (a.contains("buffer")) {
+    arg.kind = ArgKind::buffer;
+    arg.type = parse_buffer_type(r, r.text(a, "buffer"), where);
+    arg.count = r.expr(r.need(a, "count"), where + " count");
+    const std::string role = r.text(a, "role");
+    if (role == "input")
+      arg.role = BufferRole::input;
+    else if (role == "output")
+      arg.role = BufferRole::output;
+    else if (role == "inout")
+      arg.role = BufferRole::inout;
+    else
+      r.fail(where + ": role must be input, output or inout, got '" + role + "'");
+    arg.fill = default_fill(arg.type);
+    if (a.contains("fill")) {
+      if (arg.role == BufferRole::output)
+        r.fail(where + ": an output is poisoned, not filled; drop 'fill' or make it inout");
+      arg.fill = parse_fill(r, a.at("fill"), arg.type, where);
+    }
+    if (a.contains("dims")) arg.dims = expr_list(r, a.at("dims"), where + " dims", 8);
+    for (const char* key : {"value"})
+      if (a.contains(key)) r.fail(where + ": a buffer takes no '" + key + "'");
+  } else {
+    arg.kind = ArgKind::scalar;
+    const std::string type = r.text(a, "scalar");
+    const auto t = scalar_type_from_string(type);
+    if (!t) r.fail(where + ": scalar type must be one of " + scalar_type_list() + ", got '" + type + "'");
+    arg.type = *t;
+    const json& value = r.need(a, "value");
+    if (value.is_number_float()) {
+      if (!is_floating(arg.type))
+        r.fail(where + ": value " + value.dump() + " is not an integer for a " + type);
+      arg.real = value.get<double>();
+      arg.value = Expr::parse("0");
+    } else {
+      arg.value = r.expr(value, where + " value");
+    }
+    for (const char* key : {"count", "role", "fill", "dims"})
+      if (a.contains(key)) r.fail(where + ": a scalar takes no '" + std::string(key) + "'");
+  }
+  return arg;
+}
+
+void parse_arguments(const Reader& r, const json& doc, KernelFamily& f) {
+  const json& list = r.need(doc, "arguments");
+  if (!list.is_array() || list.empty()) r.fail("'arguments' must be a non-empty list");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    Argument arg = parse_argument(r, list[i], i);
+    if (!names.insert(arg.name).second) r.fail("argument '" + arg.name + "' appears twice");
+    f.arguments.push_back(std::move(arg));
+  }
+  if (std::none_of(f.arguments.begin(), f.arguments.end(), [](const Argument& a) { return a.is_output(); }))
+    r.fail("'arguments' has no output or inout buffer: nothing could be checked");
+  if (!doc.contains("constants")) return;
+  const json& constants = doc.at("constants");
+  if (!constants.is_array()) r.fail("'constants' must be a list");
+  for (const json& c : constants) {
+    ConstantSymbol sym;
+    sym.name = r.text(c, "name");
+    if (!is_identifier(sym.name)) r.fail("constant name '" + sym.name + "' must be an identifier");
+    const std::string where = "constant '" + sym.name + "'";
+    sym.type = parse_buffer_type(r, r.text(c, "type", "float", false), where);
+    sym.count = r.expr(r.need(c, "count"), where + " count");
+    sym.fill = c.contains("fill") ? parse_fill(r, c.at("fill"), sym.type, where) : default_fill(sym.type);
+    if (names.count(sym.name)) r.fail(where + " has the name of an argument");
+    names.insert(sym.name);
+    f.constants.push_back(std::move(sym));
+  }
+}
+
+void parse_metric(const Reader& r, const json& doc, KernelFamily& f) {
+  const json& metric = r.need(doc, "metric");
+  f.metric_unit = r.text(metric, "unit");
+  if (f.metric_unit != "GFLOP/s" && f.metric_unit != "GB/s") r.fail("metric.unit must be GFLOP/s or GB/s");
+  f.metric_work = r.expr(r.need(metric, "work"), "metric.work");
+}
+
+// "arguments": the family's argument names and {"scalar": TYPE, "value": EXPR} entries, in the reference
+// kernel's order; by default all of the family's arguments in order. Every output must be passed: the
+// reference computes it.
+std::vector<ReferenceArgument> reference_arguments(const Reader& r, const json& ref, const KernelFamily& f) {
+  std::vector<ReferenceArgument> out;
+  if (!ref.contains("arguments")) {
+    for (const auto& a : f.arguments) out.push_back({a.name, a.type, Expr::parse("0")});
+    return out;
+  }
+  const json& args = ref.at("arguments");
+  const char* what =
+      "reference.arguments must list the family's argument names and {\"scalar\": TYPE, \"value\": EXPR}";
+  if (!args.is_array()) r.fail(what);
+  for (const json& a : args) {
+    if (a.is_string()) {
+      const std::string name = a.get<std::string>();
+      if (!find_argument(f, name))
+        r.fail("reference.arguments: '" + name + "' is not one of the family's arguments");
+      out.push_back({name, ElementType::i32, Expr::parse("0")});
+    } else if (a.is_object() && a.contains("scalar") && a.contains("value") && a.size() == 2) {
+      const std::string type = r.text(a, "scalar");
+      const auto t = scalar_type_from_string(type);
+      if (!t || is_floating(*t))
+        r.fail("reference.arguments: scalar type must be int or long, got '" + type + "'");
+      out.push_back({"", *t, r.expr(a.at("value"), "reference.arguments value")});
+    } else {
+      r.fail(what);
+    }
+  }
+  for (const auto& a : f.arguments)
+    if (a.is_output() &&
+        std::none_of(out.begin(), out.end(), [&](const ReferenceArgument& x) { return x.name == a.name; }))
+      r.fail("reference.arguments must pass the output '" + a.name + "': the reference computes it");
+  return out;
+}
+
+std::optional<double> optional_number(const Reader& r, const json& obj, const char* key, bool positive) {
+  if (!obj.contains(key)) return std::nullopt;
+  const json& v = obj.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
+      (positive && v.get<double>() == 0))
+    r.fail(std::string("reference.") + key + " must be a " + (positive ? "positive" : "non-negative") +
+           " number");
+  return v.get<double>();
+}
+
+void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
+  const json& ref = r.need(doc, "reference");
+  if (!ref.is_object()) r.fail("'reference' must be an object");
+  Reference& out = f.reference;
+  out.text = ref.dump();
+  static const std::set<std::string> known = {"kernel", "name", "arguments",   "block",  "grid",   "outputs",
+                                              "rtol",   "atol", "scale_floor", "family", "config", "from"};
+  for (const auto& [key, value] : ref.items())
+    if (!known.count(key)) {
+      if (key == "kind" || key == "tolerance" || key == "math")
+        r.fail("reference." + key +
+               " is gone: a family brings a reference kernel (\"kernel\"), names another "
+               "family's configuration (\"family\", \"config\") or reference (\"from\"); tolerances are "
+               "rtol/atol");
+      r.fail("reference: unknown field '" + key + "'");
+    }
+  out.rtol = optional_number(r, ref, "rtol", false);
+  out.atol = optional_number(r, ref, "atol", false);
+  out.scale_floor = optional_number(r, ref, "scale_floor", true);
+  const int forms = ref.contains("kernel") + ref.contains("family") + ref.contains("from");
+  if (forms != 1) r.fail("reference needs exactly one of \"kernel\" (a file here), \"family\" or \"from\"");
+  if (ref.contains("family")) {
+    out.kind = Reference::Kind::family;
+    out.family = r.text(ref, "family");
+    const json& config = r.need(ref, "config");
+    if (!config.is_object()) r.fail("reference.config must be an object of parameter: value");
+    for (const auto& [name, value] : config.items()) {
+      if (!value.is_number_integer()) r.fail("reference.config." + name + " must be an integer");
+      out.config[name] = value.get<std::int64_t>();
+    }
+    for (const char* key : {"name", "arguments", "block", "grid", "outputs"})
+      if (ref.contains(key))
+        r.fail(std::string("reference.") + key + " goes with \"kernel\", not \"family\"");
+    return;
+  }
+  if (ref.contains("from")) {
+    out.from = r.text(ref, "from");
+    for (const char* key : {"name", "block", "grid", "outputs", "config"})
+      if (ref.contains(key)) r.fail(std::string("reference.") + key + " goes with \"kernel\", not \"from\"");
+    // Its own argument list where the shared kernel needs other values here (e.g. a boundary mode).
+    if (ref.contains("arguments")) out.kernel.arguments = reference_arguments(r, ref, f);
+    return;
+  }
+  ReferenceKernel& k = out.kernel;
+  k.directory = f.directory;
+  k.file = r.text(ref, "kernel");
+  if (k.file.empty() || k.file.find('/') != std::string::npos || k.file.find('\\') != std::string::npos ||
+      k.file[0] == '.')
+    r.fail("reference.kernel '" + k.file + "' must be a file name in the family's folder");
+  try {
+    k.source = read_text(f.directory / k.file);
+  } catch (const FamilyError& e) {
+    r.fail(std::string("reference.kernel: ") + e.what());
+  }
+  k.name = r.text(ref, "name", std::filesystem::path(k.file).stem().string(), false);
+  if (!is_identifier(k.name)) r.fail("reference.name '" + k.name + "' must be an identifier");
+  k.arguments = reference_arguments(r, ref, f);
+  k.block = expr_list(r, r.need(ref, "block"), "reference.block", 3);
+  k.grid = expr_list(r, r.need(ref, "grid"), "reference.grid", 3);
+  const std::string outputs = r.text(ref, "outputs", "double", false);
+  if (outputs != "double" && outputs != "native")
+    r.fail("reference.outputs must be double or native, got '" + outputs + "'");
+  k.double_outputs = outputs == "double";
+}
+
+void parse_baselines(const Reader& r, const json& doc, KernelFamily& f) {
+  if (doc.contains("baseline"))
+    r.fail("'baseline' is now 'baselines': a list of family names and library calls");
+  if (!doc.contains("baselines")) return;
+  const json& list = doc.at("baselines");
+  if (!list.is_array()) r.fail("'baselines' must be a list of family names and {\"library\": ...} objects");
+  for (const json& b : list) {
+    if (b.is_string()) {
+      f.baselines.push_back(b.get<std::string>());
+      continue;
+    }
+    if (!b.is_object() || !b.contains("library"))
+      r.fail("'baselines' must be a list of family names and {\"library\": ...} objects");
+    LibraryBaseline lib;
+    lib.library = r.text(b, "library");
+    const LibraryCallInfo* call = find_library_call(lib.library);
+    if (!call) r.fail("baselines: unknown library '" + lib.library + "' (" + library_call_list() + ")");
+    const std::string where = "baselines." + lib.library;
+    const json& operands = r.need(b, "operands");
+    if (!operands.is_object()) r.fail(where + ".operands must be an object of operand: name");
+    auto listed = [](const std::vector<std::string>& v, const std::string& k) {
+      return std::find(v.begin(), v.end(), k) != v.end();
+    };
+    for (const auto& [op, value] : operands.items()) {
+      if (listed(call->buffers, op) || listed(call->optional_buffers, op)) {
+        if (!value.is_string()) r.fail(where + ".operands." + op + " must name a buffer");
+        const Argument* a = find_argument(f, value.get<std::string>());
+        if (!a || a->kind != ArgKind::buffer)
+          r.fail(where + ".operands." + op + ": '" + value.get<std::string>() +
+                 "' is not a buffer of the family");
+        lib.buffers[op] = value.get<std::string>();
+      } else if (listed(call->scalars, op)) {
+        lib.scalars[op] = r.expr(value, where + ".operands." + op);
+      } else {
+        r.fail(where + ".operands: '" + op + "' is not an operand of " + lib.library);
+      }
+    }
+    for (const auto& op : call->buffers)
+      if (!lib.buffers.count(op)) r.fail(where + ".operands needs '" + op + "'");
+    for (const auto& op : call->scalars)
+      if (!lib.scalars.count(op)) r.fail(where + ".operands needs '" + op + "'");
+    f.library_baselines.push_back(std::move(lib));
+  }
+}
+
+// Every expression must only read names the family defines.
+void check_names(const Reader& r, const KernelFamily& f) {
+  std::set<std::string> known;
+  for (const auto& d : f.dims) known.insert(d);
+  for (const auto& a : f.problem_args) known.insert(a.name);
+  const std::set<std::string> problem_names = known;
+  for (const auto& p : f.parameters) {
+    if (p.name == kDeviceCcVar)
+      r.fail("parameters." + p.name + ": the name is reserved for the device's compute capability");
+    if (p.name == kDeviceSmsVar)
+      r.fail("parameters." + p.name + ": the name is reserved for the device's SM count");
+    if (problem_names.count(p.name)) r.fail("parameters." + p.name + ": the name is a problem variable too");
+    known.insert(p.name);
+  }
+  // Constraints and launch expressions may read the device's compute capability and SM count.
+  known.insert(kDeviceCcVar);
+  known.insert(kDeviceSmsVar);
+  auto check = [&](const Expr& e, const std::set<std::string>& allowed, const std::string& where) {
+    for (const auto& v : e.variables())
+      if (!allowed.count(v)) r.fail(where + " reads unknown name '" + v + "' in '" + e.text() + "'");
+  };
+  for (const auto& c : f.problem_checks) check(c.expr, problem_names, "problem.checks");
+  for (const auto& c : f.constraints) check(c.expr, known, "constraints");
+  for (const auto& e : f.launch.block) check(e, known, "launch.block");
+  for (const auto& e : f.launch.grid) check(e, known, "launch.grid");
+  check(f.launch.dynamic_shared_bytes, known, "launch.dynamic_shared_bytes");
+  check(f.launch.static_shared_bytes, known, "launch.static_shared_bytes");
+  for (const auto& a : f.arguments) {
+    check(a.kind == ArgKind::buffer ? a.count : a.value, problem_names, "argument " + a.name);
+    for (const auto& d : a.dims) check(d, problem_names, "argument " + a.name + " dims");
+  }
+  for (const auto& c : f.constants) check(c.count, problem_names, "constant " + c.name);
+  check(f.metric_work, problem_names, "metric.work");
+  std::set<std::string> device_problem = problem_names;
+  device_problem.insert(kDeviceSmsVar);
+  for (const auto& e : f.reference.kernel.block) check(e, device_problem, "reference.block");
+  for (const auto& e : f.reference.kernel.grid) check(e, device_problem, "reference.grid");
+  for (const auto& a : f.reference.kernel.arguments)
+    if (a.name.empty()) check(a.value, problem_names, "reference.arguments");
+  for (const auto& lib : f.library_baselines)
+    for (const auto& [op, e] : lib.scalars)
+      check(e, problem_names, "baselines." + lib.library + ".operands." + op);
+  // A default problem is "SIZE" or "SIZE name=value,...".
+  for (const auto& d : f.default_sizes) {
+    try {
+      const auto space = d.find(' ');
+      if (parse_size_text(d.substr(0, space)).size() != f.dims.size())
+        r.fail("default size '" + d + "' does not have " + std::to_string(f.dims.size()) + " dimensions");
+      if (space != std::string::npos) parse_args_text(d.substr(space + 1));
+    } catch (const std::invalid_argument& e) {
+      r.fail(std::string("default size: ") + e.what());
+    }
+  }
+}
+
 KernelFamily parse_family(const std::filesystem::path& directory, const std::string& description_text) {
   const std::string file = (directory / "family.json").string();
   Reader r(file);
@@ -108,154 +536,137 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   } catch (const FamilyError& e) {
     r.fail(std::string("source: ") + e.what());
   }
-
-  const json& problem = r.need(doc, "problem");
-  for (const json& d : r.need(problem, "dims")) {
-    if (!d.is_string() || !is_identifier(d.get<std::string>())) r.fail("problem.dims must be identifiers");
-    f.dims.push_back(d.get<std::string>());
-  }
-  if (f.dims.empty()) r.fail("problem.dims is empty");
-  if (problem.contains("args")) {
-    const json& args = problem.at("args");
-    if (!args.is_object()) r.fail("problem.args must be an object of name: default");
-    for (const auto& [name, value] : args.items()) {
-      if (!value.is_number_integer()) r.fail("problem.args." + name + " must be an integer default");
-      f.problem_args.push_back({name, value.get<std::int64_t>()});
+  parse_problem(r, doc, f);
+  parse_parameters(r, doc, f);
+  parse_launch(r, doc, f);
+  parse_arguments(r, doc, f);
+  parse_metric(r, doc, f);
+  parse_reference(r, doc, f);
+  if (doc.contains("compile_options")) {
+    const json& options = doc.at("compile_options");
+    if (!options.is_array()) r.fail("'compile_options' must be a list of strings");
+    for (const json& o : options) {
+      if (!o.is_string()) r.fail("'compile_options' must be a list of strings");
+      f.compile_options.push_back(o.get<std::string>());
     }
   }
-  f.problem_checks = r.conditions(problem, "checks");
-  if (problem.contains("default_sizes"))
-    for (const json& s : problem.at("default_sizes")) {
-      if (!s.is_string()) r.fail("problem.default_sizes must be size strings");
-      f.default_sizes.push_back(s.get<std::string>());
-    }
-
-  const json& params = r.need(doc, "parameters");
-  if (!params.is_object() || params.empty()) r.fail("'parameters' must be a non-empty object");
-  for (const auto& [name, spec] : params.items()) {
-    if (!is_identifier(name)) r.fail("parameter name '" + name + "' must be an identifier");
-    Parameter p{name, {}, 0};
-    const json& values = r.need(spec, "values");
-    if (!values.is_array() || values.empty()) r.fail("parameters." + name + ".values must be a non-empty list");
-    std::set<std::int64_t> seen;
-    for (const json& v : values) {
-      if (!v.is_number_integer()) r.fail("parameters." + name + ".values must be integers");
-      if (!seen.insert(v.get<std::int64_t>()).second) r.fail("parameters." + name + " repeats a value");
-      p.values.push_back(v.get<std::int64_t>());
-    }
-    p.default_value = spec.contains("default") ? spec.at("default").get<std::int64_t>() : p.values.front();
-    if (!seen.count(p.default_value)) r.fail("parameters." + name + ".default is not one of its values");
-    f.parameters.push_back(std::move(p));
-  }
-  f.constraints = r.conditions(doc, "constraints");
-
-  const json& launch = r.need(doc, "launch");
-  for (const char* key : {"block", "grid"}) {
-    const json& dims = r.need(launch, key);
-    if (!dims.is_array() || dims.empty() || dims.size() > 3) r.fail(std::string("launch.") + key + " needs 1 to 3 expressions");
-    for (const json& d : dims) (std::string(key) == "block" ? f.launch.block : f.launch.grid).push_back(r.expr(d, std::string("launch.") + key));
-  }
-  f.launch.dynamic_shared_bytes = r.expr(launch.value("dynamic_shared_bytes", json("0")), "launch.dynamic_shared_bytes");
-  f.launch.static_shared_bytes = r.expr(launch.value("static_shared_bytes", json("0")), "launch.static_shared_bytes");
-
-  std::set<std::string> arg_names;
-  for (const json& a : r.need(doc, "arguments")) {
-    Argument arg;
-    arg.name = r.text(a, "name");
-    if (!arg_names.insert(arg.name).second) r.fail("argument '" + arg.name + "' appears twice");
-    if (a.contains("buffer")) {
-      arg.kind = ArgKind::buffer;
-      arg.type = r.text(a, "buffer");
-      if (arg.type != "float") r.fail("argument '" + arg.name + "': buffers of type '" + arg.type + "' are not supported (float)");
-      arg.count = r.expr(r.need(a, "count"), "argument " + arg.name + " count");
-      const std::string role = r.text(a, "role");
-      if (role == "input") arg.role = BufferRole::input;
-      else if (role == "output") arg.role = BufferRole::output;
-      else r.fail("argument '" + arg.name + "': role must be input or output, got '" + role + "'");
-    } else if (a.contains("scalar")) {
-      arg.kind = ArgKind::scalar;
-      arg.type = r.text(a, "scalar");
-      if (arg.type != "int" && arg.type != "long") r.fail("argument '" + arg.name + "': scalar type must be int or long");
-      arg.value = r.expr(r.need(a, "value"), "argument " + arg.name + " value");
-    } else {
-      r.fail("argument '" + arg.name + "' must be a buffer or a scalar");
-    }
-    f.arguments.push_back(std::move(arg));
-  }
-  if (doc.contains("constants"))
-    for (const json& c : doc.at("constants"))
-      f.constants.push_back({r.text(c, "name"), r.text(c, "type", "float", false), r.expr(r.need(c, "count"), "constant count")});
-
-  const json& metric = r.need(doc, "metric");
-  f.metric_unit = r.text(metric, "unit");
-  if (f.metric_unit != "GFLOP/s" && f.metric_unit != "GB/s") r.fail("metric.unit must be GFLOP/s or GB/s");
-  f.metric_work = r.expr(r.need(metric, "work"), "metric.work");
-
-  const json& ref = r.need(doc, "reference");
-  f.reference.kind = r.text(ref, "kind");
-  static const std::set<std::string> known_refs = {"gemm", "conv1d", "conv2d"};
-  if (!known_refs.count(f.reference.kind)) r.fail("reference.kind '" + f.reference.kind + "' is not one of gemm, conv1d, conv2d");
-  if (ref.contains("tolerance")) f.reference.tolerance = ref.at("tolerance").get<double>();
-  if (ref.contains("math")) {
-    f.reference.math = r.text(ref, "math");
-    if (f.reference.math != "fp32" && f.reference.math != "tf32") r.fail("reference.math '" + f.reference.math + "' is not one of fp32, tf32");
-    if (f.reference.kind != "gemm") r.fail("reference.math is for reference.kind gemm");
-  }
-  if (doc.contains("compile_options"))
-    for (const json& o : doc.at("compile_options")) f.compile_options.push_back(o.get<std::string>());
-  if (doc.contains("baseline")) {
-    const json& b = doc.at("baseline");
-    if (b.is_string()) f.baselines.push_back(b.get<std::string>());
-    else if (b.is_array())
-      for (const json& name : b) {
-        if (!name.is_string()) r.fail("'baseline' must be a family name or a list of them");
-        f.baselines.push_back(name.get<std::string>());
-      }
-    else r.fail("'baseline' must be a family name or a list of them");
-  }
-
-  // Every expression must only read names the family defines.
-  std::set<std::string> known;
-  for (const auto& d : f.dims) known.insert(d);
-  for (const auto& a : f.problem_args) known.insert(a.name);
-  const std::set<std::string> problem_names = known;
-  for (const auto& p : f.parameters) {
-    if (p.name == kDeviceCcVar) r.fail("parameters." + p.name + ": the name is reserved for the device's compute capability");
-    if (p.name == kDeviceSmsVar) r.fail("parameters." + p.name + ": the name is reserved for the device's SM count");
-    known.insert(p.name);
-  }
-  // Constraints and launch expressions may read the device's compute capability and SM count.
-  known.insert(kDeviceCcVar);
-  known.insert(kDeviceSmsVar);
-  auto check_names = [&](const Expr& e, const std::set<std::string>& allowed, const std::string& where) {
-    for (const auto& v : e.variables())
-      if (!allowed.count(v)) r.fail(where + " reads unknown name '" + v + "' in '" + e.text() + "'");
-  };
-  for (const auto& c : f.problem_checks) check_names(c.expr, problem_names, "problem.checks");
-  for (const auto& c : f.constraints) check_names(c.expr, known, "constraints");
-  for (const auto& e : f.launch.block) check_names(e, known, "launch.block");
-  for (const auto& e : f.launch.grid) check_names(e, known, "launch.grid");
-  check_names(f.launch.dynamic_shared_bytes, known, "launch.dynamic_shared_bytes");
-  check_names(f.launch.static_shared_bytes, known, "launch.static_shared_bytes");
-  for (const auto& a : f.arguments) check_names(a.kind == ArgKind::buffer ? a.count : a.value, problem_names, "argument " + a.name);
-  for (const auto& c : f.constants) check_names(c.count, problem_names, "constant " + c.name);
-  check_names(f.metric_work, problem_names, "metric.work");
-  // A default problem is "SIZE" or "SIZE name=value,...".
-  for (const auto& d : f.default_sizes) {
-    try {
-      const auto space = d.find(' ');
-      if (parse_size_text(d.substr(0, space)).size() != f.dims.size())
-        r.fail("default size '" + d + "' does not have " + std::to_string(f.dims.size()) + " dimensions");
-      if (space != std::string::npos) parse_args_text(d.substr(space + 1));
-    } catch (const std::invalid_argument& e) {
-      r.fail(std::string("default size: ") + e.what());
-    }
-  }
-  f.template_hash = content_hash(description_text + '\0' + f.source);
+  parse_baselines(r, doc, f);
+  check_names(r, f);
+  f.template_hash = content_hash(description_text + '\0' + f.source + '\0' + f.reference.kernel.source);
   return f;
 }
 
+// Resolves "from" and "family" references against the loaded families and checks that they fit.
+void resolve_reference(KernelFamily& f, const std::vector<KernelFamily>& all) {
+  Reference& ref = f.reference;
+  if (ref.kind == Reference::Kind::kernel && ref.from.empty()) return;
+  const Reader r((f.directory / "family.json").string());
+  const std::string target = ref.from.empty() ? ref.family : ref.from;
+  const auto it =
+      std::find_if(all.begin(), all.end(), [&](const KernelFamily& g) { return g.name == target; });
+  if (it == all.end()) r.fail("reference names family '" + target + "', which is not loaded");
+  if (it->name == f.name) r.fail("reference names the family itself");
+  auto check_buffers = [&](const std::vector<std::string>& names, const KernelFamily& owner) {
+    for (const auto& name : names) {
+      const Argument* theirs = find_argument(owner, name);
+      const Argument* ours = find_argument(f, name);
+      if (!theirs || theirs->kind != ArgKind::buffer) continue;
+      if (!ours || ours->kind != ArgKind::buffer)
+        r.fail("reference " + target + " needs a buffer '" + name + "' that this family does not have");
+      if (ours->type != theirs->type || ours->is_output() != theirs->is_output())
+        r.fail("reference " + target + ": buffer '" + name + "' differs here in type or role");
+    }
+  };
+  if (!ref.from.empty()) {
+    if (it->reference.kind != Reference::Kind::kernel || !it->reference.from.empty())
+      r.fail("reference.from '" + target + "': that family has no reference kernel of its own");
+    std::vector<ReferenceArgument> own = std::move(ref.kernel.arguments);
+    ref.kernel = it->reference.kernel;
+    if (!own.empty()) ref.kernel.arguments = std::move(own);
+    std::vector<std::string> names;
+    for (const auto& a : ref.kernel.arguments)
+      if (!a.name.empty()) names.push_back(a.name);
+    check_buffers(names, *it);
+    for (const auto& a : names)
+      if (!find_argument(f, a))
+        r.fail("reference " + target + " needs an argument '" + a + "' that this family does not have");
+    for (const auto& a : f.arguments)
+      if (a.is_output() && std::find(names.begin(), names.end(), a.name) == names.end())
+        r.fail("reference " + target + " does not compute the output '" + a.name + "'");
+    return;
+  }
+  std::vector<std::string> names;
+  for (const auto& a : it->arguments) names.push_back(a.name);
+  check_buffers(names, *it);
+  for (const auto& a : f.arguments)
+    if (a.is_output() && !find_argument(*it, a.name))
+      r.fail("reference family " + target + " does not compute the output '" + a.name + "'");
+  for (const auto& [k, v] : ref.config)
+    if (std::none_of(it->parameters.begin(), it->parameters.end(),
+                     [&](const Parameter& p) { return p.name == k; }))
+      r.fail("reference.config: " + target + " has no parameter '" + k + "'");
+  ref.family_def = std::make_shared<const KernelFamily>(*it);
+}
+
 }  // namespace
+
+std::string to_string(BufferRole role) {
+  switch (role) {
+    case BufferRole::input:
+      return "input";
+    case BufferRole::output:
+      return "output";
+    case BufferRole::inout:
+      return "inout";
+  }
+  return "input";
+}
+
+Fill default_fill(ElementType type) {
+  switch (type) {
+    case ElementType::i8:
+      return {Fill::Kind::range, -100, 100};
+    case ElementType::u8:
+      return {Fill::Kind::range, 0, 255};
+    case ElementType::i32:
+    case ElementType::i64:
+      return {Fill::Kind::range, -1000, 1000};
+    case ElementType::u32:
+      return {Fill::Kind::range, 0, 1000};
+    default:
+      return {Fill::Kind::uniform, -1, 1};
+  }
+}
+
+Tolerance default_tolerance(ElementType output) {
+  switch (output) {
+    case ElementType::f32:
+      return {1e-4, 0, std::nullopt};
+    case ElementType::f64:
+      return {1e-10, 0, std::nullopt};
+    case ElementType::f16:
+      return {1e-2, 0, std::nullopt};
+    case ElementType::bf16:
+      return {2e-2, 0, std::nullopt};
+    default:
+      return {0, 0, std::nullopt};  // integers compare exactly
+  }
+}
+
+Tolerance Reference::tolerance_for(ElementType output) const {
+  Tolerance t = default_tolerance(output);
+  if (!is_floating(output)) return t;
+  if (rtol) t.rtol = *rtol;
+  if (atol) t.atol = *atol;
+  if (scale_floor) t.scale_floor = *scale_floor;
+  return t;
+}
+
+const Argument* find_argument(const KernelFamily& family, const std::string& name) {
+  for (const auto& a : family.arguments)
+    if (a.name == name) return &a;
+  return nullptr;
+}
 
 std::string content_hash(const std::string& text) {
   std::uint64_t h = 1469598103934665603ull;
@@ -299,8 +710,8 @@ ProblemKey KernelFamily::make_problem(const std::vector<std::int64_t>& given_dim
   std::string dim_list;
   for (const auto& d : dims) dim_list += (dim_list.empty() ? "" : "x") + d;
   if (given_dims.size() != dims.size())
-    throw FamilyError(name + ": size needs " + std::to_string(dims.size()) + " dimension(s) (" + dim_list + "), got " +
-                      std::to_string(given_dims.size()));
+    throw FamilyError(name + ": size needs " + std::to_string(dims.size()) + " dimension(s) (" + dim_list +
+                      "), got " + std::to_string(given_dims.size()));
   for (auto d : given_dims)
     if (d <= 0) throw FamilyError(name + ": every dimension must be positive");
   ProblemKey key;
@@ -310,13 +721,16 @@ ProblemKey KernelFamily::make_problem(const std::vector<std::int64_t>& given_dim
     if (!key.args.count(k)) {
       std::string known;
       for (const auto& a : problem_args) known += (known.empty() ? "" : ", ") + a.name;
-      throw FamilyError(name + ": unknown problem argument '" + k + "'" + (known.empty() ? " (it takes none)" : " (it takes " + known + ")"));
+      throw FamilyError(name + ": unknown problem argument '" + k + "'" +
+                        (known.empty() ? " (it takes none)" : " (it takes " + known + ")"));
     }
     key.args[k] = v;
   }
   const Vars v = vars(key, {});
   for (const auto& c : problem_checks)
-    if (!c.expr.eval(v)) throw FamilyError(name + ": problem " + key.size_text() + (key.args.empty() ? "" : " " + key.args_text()) + " is invalid: " + c.message);
+    if (!c.expr.eval(v))
+      throw FamilyError(name + ": problem " + key.size_text() +
+                        (key.args.empty() ? "" : " " + key.args_text()) + " is invalid: " + c.message);
   return key;
 }
 
@@ -337,20 +751,31 @@ KernelFamily load_family(const std::filesystem::path& directory) {
 std::vector<KernelFamily> load_families(const std::vector<std::filesystem::path>& roots) {
   std::vector<KernelFamily> out;
   for (const auto& root : roots) {
-    if (!std::filesystem::is_directory(root)) throw FamilyError("templates folder " + root.string() + " does not exist");
+    if (!std::filesystem::is_directory(root))
+      throw FamilyError("templates folder " + root.string() + " does not exist");
     std::vector<std::filesystem::path> dirs;
-    if (std::filesystem::exists(root / "family.json")) dirs.push_back(root);
+    if (std::filesystem::exists(root / "family.json"))
+      dirs.push_back(root);
     else
       for (const auto& entry : std::filesystem::directory_iterator(root))
-        if (entry.is_directory() && std::filesystem::exists(entry.path() / "family.json")) dirs.push_back(entry.path());
+        if (entry.is_directory() && std::filesystem::exists(entry.path() / "family.json"))
+          dirs.push_back(entry.path());
     std::sort(dirs.begin(), dirs.end());
     for (const auto& dir : dirs) {
       KernelFamily f = load_family(dir);
-      auto same = std::find_if(out.begin(), out.end(), [&](const KernelFamily& g) { return g.name == f.name; });
-      if (same != out.end()) *same = std::move(f);
-      else out.push_back(std::move(f));
+      auto same =
+          std::find_if(out.begin(), out.end(), [&](const KernelFamily& g) { return g.name == f.name; });
+      if (same != out.end())
+        *same = std::move(f);
+      else
+        out.push_back(std::move(f));
     }
   }
+  // "from" first: a "family" reference copies its target, which must be complete by then.
+  for (auto& f : out)
+    if (!f.reference.from.empty()) resolve_reference(f, out);
+  for (auto& f : out)
+    if (f.reference.kind == Reference::Kind::family) resolve_reference(f, out);
   return out;
 }
 
@@ -360,7 +785,8 @@ std::filesystem::path builtin_templates_dir() {
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-      if (std::filesystem::is_directory(dir / "share/tiletune/kernel_templates")) return dir / "share/tiletune/kernel_templates";
+      if (std::filesystem::is_directory(dir / "share/tiletune/kernel_templates"))
+        return dir / "share/tiletune/kernel_templates";
       if (std::filesystem::is_directory(dir / "kernel_templates")) return dir / "kernel_templates";
     }
   }

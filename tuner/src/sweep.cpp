@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "requests.hpp"
 #include "tiletune/strategy.hpp"
 
 namespace tiletune {
@@ -21,88 +22,37 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 std::string duration_text(double s) {
   std::ostringstream out;
-  if (s < 60) out << std::fixed << std::setprecision(1) << s << "s";
-  else if (s < 3600) out << static_cast<int>(s) / 60 << "m" << std::setw(2) << std::setfill('0') << static_cast<int>(s) % 60 << "s";
-  else out << static_cast<int>(s) / 3600 << "h" << std::setw(2) << std::setfill('0') << (static_cast<int>(s) % 3600) / 60 << "m";
+  if (s < 60)
+    out << std::fixed << std::setprecision(1) << s << "s";
+  else if (s < 3600)
+    out << static_cast<int>(s) / 60 << "m" << std::setw(2) << std::setfill('0') << static_cast<int>(s) % 60
+        << "s";
+  else
+    out << static_cast<int>(s) / 3600 << "h" << std::setw(2) << std::setfill('0')
+        << (static_cast<int>(s) % 3600) / 60 << "m";
   return out.str();
 }
 
 }  // namespace
 
 DeviceLimits worker_device(WorkerProcess& worker) {
-  const auto reply = worker.request({{"op", "hello"}}, 120);
-  if (reply.status != WorkerProcess::Reply::Status::ok)
-    throw SweepError("the measuring worker did not start: " + (reply.detail.empty() ? std::string("timed out") : reply.detail));
-  if (!reply.body.value("ok", false)) {
-    std::string err = reply.body.value("error", "unknown error");
+  const wire::Reply reply = ask(worker, wire::message("hello", nlohmann::json::object()), 120);
+  if (!reply.ok) {
+    std::string err = reply.error.empty() ? "the measuring worker did not start" : reply.error;
     if (err.rfind("no CUDA GPU", 0) != 0) err = "no CUDA GPU: " + err;
     throw SweepError(err);
   }
-  return device_from_json(reply.body.at("device").dump());
+  return device_from_json(reply.summary);
 }
 
-json setup_request(const KernelFamily& family, const ProblemKey& problem, const MeasureSettings& settings) {
-  const Vars vars = family.vars(problem, {});
-  json buffers = json::array(), constants = json::array();
-  for (const auto& a : family.arguments)
-    if (a.kind == ArgKind::buffer)
-      buffers.push_back({{"name", a.name}, {"count", a.count.eval(vars)}, {"role", a.role == BufferRole::output ? "output" : "input"}});
-  for (const auto& c : family.constants) constants.push_back({{"name", c.name}, {"count", c.count.eval(vars)}});
-  return {{"op", "setup"},           {"reference", family.reference.kind}, {"tolerance", family.reference.tolerance},
-          {"seed", settings.seed},   {"vars", vars},                       {"buffers", buffers},
-          {"constants", constants}};
-}
-
-json measure_request(const KernelFamily& family, const ProblemKey& problem, const Params& params,
-                     const LaunchGeometry& launch, const std::string& cubin_path, const MeasureSettings& s) {
-  const Vars vars = family.vars(problem, params);
-  json args = json::array(), constants = json::array();
-  for (const auto& a : family.arguments) {
-    if (a.kind == ArgKind::buffer) args.push_back({{"buffer", a.name}});
-    else args.push_back({{a.type, a.value.eval(vars)}});
-  }
-  for (const auto& c : family.constants) constants.push_back(c.name);
-  return {{"op", "measure"},
-          {"cubin_path", cubin_path},
-          {"kernel", family.kernel},
-          {"grid", launch.grid},
-          {"block", launch.block},
-          {"dynamic_smem", launch.dynamic_smem},
-          {"args", args},
-          {"constants", constants},
-          {"min_reps", s.min_reps},
-          {"max_reps", s.max_reps},
-          {"budget_ms", s.budget_ms},
-          {"target_spread", s.target_spread}};
-}
-
-void apply_measurement(ResultRecord& r, const json& reply, double work, const std::string& unit) {
-  const auto outcome = outcome_from_string(reply.value("outcome", ""));
-  if (!outcome) {
-    r.outcome = Outcome::runtime_failed;
-    r.reason = "worker: " + reply.value("error", std::string("no outcome in reply"));
-    return;
-  }
-  r.outcome = *outcome;
-  r.reason = reply.value("reason", "");
-  if (reply.contains("error") && reply.at("error").is_number()) r.error = reply.at("error").get<double>();
-  if (r.outcome != Outcome::ok) return;
-  r.median_ms = reply.at("median_ms").get<double>();
-  r.min_ms = reply.at("min_ms").get<double>();
-  r.spread = reply.at("spread").get<double>();
-  r.repetitions = reply.at("reps").get<int>();
-  if (reply.value("sm_clock_mhz", 0.0) > 0) r.sm_clock_mhz = reply.at("sm_clock_mhz").get<double>();
-  if (*r.median_ms > 0) r.metric = work / (*r.median_ms * 1e-3) / 1e9;
-  r.metric_unit = unit;
-}
-
-SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store, WorkerProcess& worker,
-                       const CompileCache& cache, const SweepOptions& options, std::ostream& out,
-                       const std::atomic<bool>* stop_requested) {
+SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store,
+                       WorkerProcess& worker, const CompileCache& cache, const SweepOptions& options,
+                       std::ostream& out, const std::atomic<bool>* stop_requested) {
   const auto t0 = Clock::now();
   SweepSummary summary;
   const DeviceLimits device = worker_device(worker);
-  const std::string problem_text = problem.size_text() + (problem.args.empty() ? "" : " " + problem.args_text());
+  const std::string problem_text =
+      problem.size_text() + (problem.args.empty() ? "" : " " + problem.args_text());
 
   std::set<std::string> done;
   if (options.resume) {
@@ -112,14 +62,15 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
         prior = s;
         break;
       }
-    if (!prior) throw SweepError("nothing to resume: no unfinished sweep of " + family.name + " at " + problem_text);
+    if (!prior)
+      throw SweepError("nothing to resume: no unfinished sweep of " + family.name + " at " + problem_text);
     const std::string id = "sweep " + std::to_string(prior->id);
     if (prior->device.uuid != device.uuid)
-      throw SweepError("cannot resume " + id + ": it ran on " + prior->device.name + " (" + prior->device.uuid + "), this GPU is " +
-                       device.name + " (" + device.uuid + ")");
+      throw SweepError("cannot resume " + id + ": it ran on " + prior->device.name + " (" +
+                       prior->device.uuid + "), this GPU is " + device.name + " (" + device.uuid + ")");
     if (prior->template_hash != family.template_hash)
-      throw SweepError("cannot resume " + id + ": the template of " + family.name + " changed since (hash " + prior->template_hash +
-                       ", now " + family.template_hash + ")");
+      throw SweepError("cannot resume " + id + ": the template of " + family.name + " changed since (hash " +
+                       prior->template_hash + ", now " + family.template_hash + ")");
     if (prior->space_hash != family.space_hash())
       throw SweepError("cannot resume " + id + ": the parameter list of " + family.name + " changed since");
     summary.sweep_id = prior->id;
@@ -140,7 +91,8 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
       continue;
     }
     PlannedConfig c = prune_before_compile(family, device, problem, params);
-    if (c.outcome == Outcome::ok) candidates.push_back(std::move(c));
+    if (c.outcome == Outcome::ok)
+      candidates.push_back(std::move(c));
     else {
       pruned.push_back(to_record(c));
       ++summary.counts[c.outcome];
@@ -150,7 +102,8 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
 
   std::vector<Params> candidate_params;
   for (const auto& c : candidates) candidate_params.push_back(c.params);
-  auto strategy = make_strategy(options.strategy, family, candidate_params, options.budget, options.measure.seed);
+  auto strategy =
+      make_strategy(options.strategy, family, candidate_params, options.budget, options.measure.seed);
   std::vector<CompileJob> jobs;
   std::vector<std::size_t> job_of(candidates.size(), 0);
   const auto order = strategy->likely_order();
@@ -175,17 +128,15 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   out.flush();
 
   const double work = static_cast<double>(family.metric_work.eval(family.vars(problem, {})));
-  const json setup = setup_request(family, problem, options.measure);
+  const json setup = wire::message("setup", setup_request(family, problem, device, cache, options.measure));
   bool worker_ready = false;
   auto ensure_setup = [&] {
     if (worker_ready) return;
     const auto t = Clock::now();
-    const auto reply = worker.request(setup, 900);
+    const wire::Reply reply = ask(worker, setup, 900);
     summary.gpu_busy_seconds += since(t);
-    if (reply.status != WorkerProcess::Reply::Status::ok || !reply.body.value("ok", false))
-      throw SweepError("worker setup for " + family.name + " " + problem_text + " failed: " +
-                       (reply.status == WorkerProcess::Reply::Status::ok ? reply.body.value("error", std::string("?"))
-                                                                         : reply.detail.empty() ? "timed out" : reply.detail));
+    if (!reply.ok)
+      throw SweepError("worker setup for " + family.name + " " + problem_text + " failed: " + reply.error);
     worker_ready = true;
   };
 
@@ -199,10 +150,13 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     const double left = n ? elapsed / static_cast<double>(n) * static_cast<double>(total - n) : 0;
     std::ostringstream line;
     line << "[" << n << "/" << total << "] pruned " << pruned.size() << ", failed " << failed << ", best "
-         << (std::isfinite(best_ms) ? std::to_string(best_ms).substr(0, 7) + " ms " + best_text : "-") << ", elapsed "
-         << duration_text(elapsed) << (final_line ? "" : ", ~" + duration_text(left) + " left");
-    if (options.progress_line) out << "\r\033[K" << line.str() << (final_line ? "\n" : "") << std::flush;
-    else out << line.str() << "\n" << std::flush;
+         << (std::isfinite(best_ms) ? std::to_string(best_ms).substr(0, 7) + " ms " + best_text : "-")
+         << ", elapsed " << duration_text(elapsed)
+         << (final_line ? "" : ", ~" + duration_text(left) + " left");
+    if (options.progress_line)
+      out << "\r\033[K" << line.str() << (final_line ? "\n" : "") << std::flush;
+    else
+      out << line.str() << "\n" << std::flush;
   };
 
   while (!(stop_requested && stop_requested->load())) {
@@ -227,24 +181,30 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
         timeout = std::isfinite(best_ms)
                       ? std::max(10.0, 50.0 * best_ms * 1e-3 * (options.measure.max_reps + 2) + 5.0)
                       : 120.0;
-      const std::string cubin = (cache.dir() / (c.cache_key.empty() ? cache.key(jobs[job_of[*pick]]) : c.cache_key)).string() + ".cubin";
+      const std::string cubin =
+          (cache.dir() / (c.cache_key.empty() ? cache.key(jobs[job_of[*pick]]) : c.cache_key)).string() +
+          ".cubin";
       const auto tm = Clock::now();
-      const auto reply = worker.request(measure_request(family, problem, c.params, c.launch, cubin, options.measure), timeout);
+      bool timed_out = false;
+      const wire::Reply reply =
+          ask(worker,
+              wire::message("measure",
+                            measure_request(family, problem, c.params, c.launch, cubin, options.measure)),
+              timeout, &timed_out);
       summary.gpu_busy_seconds += since(tm);
-      using Status = WorkerProcess::Reply::Status;
-      if (reply.status == Status::timeout) {
+      if (timed_out) {
         rec.outcome = Outcome::timeout;
         std::ostringstream why;
         why << "no result within " << std::setprecision(3) << timeout << " s; the worker was stopped";
         rec.reason = why.str();
         worker_ready = false;
-      } else if (reply.status == Status::died) {
+      } else if (!reply.ok && reply.outcome.empty()) {
         rec.outcome = Outcome::runtime_failed;
-        rec.reason = reply.detail;
+        rec.reason = reply.error;
         worker_ready = false;
       } else {
-        apply_measurement(rec, reply.body, work, family.metric_unit);
-        if (reply.body.value("fatal", false)) worker_ready = false;
+        apply_measurement(rec, reply, work, family.metric_unit);
+        if (reply.fatal) worker_ready = false;
       }
       ++summary.measured;
     }
@@ -258,8 +218,10 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
       best_text = "(" + params_to_text(rec.params) + ")";
     }
     if (rec.outcome != Outcome::ok) ++failed;
-    if (options.progress_line) progress(false);
-    else if (new_best || rec.outcome != Outcome::ok || (options.log_every && n % static_cast<std::size_t>(options.log_every) == 0)) {
+    if (options.progress_line)
+      progress(false);
+    else if (new_best || rec.outcome != Outcome::ok ||
+             (options.log_every && n % static_cast<std::size_t>(options.log_every) == 0)) {
       if (rec.outcome != Outcome::ok && rec.outcome != Outcome::pruned)
         out << "  " << params_to_text(rec.params) << ": " << to_string(rec.outcome) << ": "
             << rec.reason.substr(0, rec.reason.find('\n')) << "\n";

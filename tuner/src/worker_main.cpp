@@ -1,5 +1,8 @@
-// The worker side: owns the CUDA context, the buffers and the references; measures one configuration per
-// request. Talks to the GPU through the CUDA runtime only (no direct link to the driver library).
+// The worker side: owns the CUDA context and the problem's buffers; fills, poisons, restores, launches the
+// kernels a request describes, compares outputs with the reference's truth element by element, and times.
+// It knows no family: buffers, types, fills, references and library operands all come in the requests.
+// Talks to the GPU through the CUDA runtime only (no direct link to the driver library); cuBLAS is opened
+// here, on first use, so that no other tiletune process loads it.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -11,15 +14,16 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <map>
-#include <random>
 #include <sstream>
-#include <thread>
 
-#include "gpu_support_kernels.hpp"
+#include "support_kernels_source.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
+#include "tiletune/library_calls.hpp"
 #include "tiletune/worker.hpp"
+#include "worker_protocol.hpp"
 
 namespace tiletune {
 
@@ -32,17 +36,35 @@ struct CudaFailure {
   std::string text;
 };
 
-std::string cuda_text(cudaError_t e, const char* call, const char* file, int line) {
-  return std::string(call) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + " (" + file + ":" +
-         std::to_string(line) + ")";
+std::string cuda_text(cudaError_t e, const char* call) {
+  return std::string(call) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
 }
 
-#define TILETUNE_CUDA_CHECK(call)                                                 \
-  do {                                                                            \
-    const cudaError_t cuda_status_ = (call);                                      \
-    if (cuda_status_ != cudaSuccess)                                              \
-      throw CudaFailure{cuda_status_, cuda_text(cuda_status_, #call, __FILE__, __LINE__)}; \
+#define TILETUNE_CUDA_CHECK(call)                                                                     \
+  do {                                                                                                \
+    const cudaError_t cuda_status_ = (call);                                                          \
+    if (cuda_status_ != cudaSuccess) throw CudaFailure{cuda_status_, cuda_text(cuda_status_, #call)}; \
   } while (0)
+
+// Errors that leave the context unusable: the worker reports them and exits.
+bool is_sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorAssert:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorUnknown:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // Owns one device allocation.
 class DeviceBuffer {
@@ -51,7 +73,8 @@ class DeviceBuffer {
   explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
     if (bytes) TILETUNE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       release();
@@ -91,6 +114,13 @@ class Library {
   ~Library() {
     if (lib_) cudaLibraryUnload(lib_);
   }
+  static Library from_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw CudaFailure{cudaErrorInvalidValue, "cannot read " + path};
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    return Library(bytes.str());
+  }
   cudaKernel_t kernel(const std::string& name) const {
     cudaKernel_t k = nullptr;
     TILETUNE_CUDA_CHECK(cudaLibraryGetKernel(&k, lib_, name.c_str()));
@@ -113,7 +143,8 @@ class SmClock {
     handle_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!handle_) return;
     auto init = reinterpret_cast<int (*)()>(dlsym(handle_, "nvmlInit_v2"));
-    auto by_uuid = reinterpret_cast<int (*)(const char*, void**)>(dlsym(handle_, "nvmlDeviceGetHandleByUUID"));
+    auto by_uuid =
+        reinterpret_cast<int (*)(const char*, void**)>(dlsym(handle_, "nvmlDeviceGetHandleByUUID"));
     get_clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(handle_, "nvmlDeviceGetClockInfo"));
     if (!init || !by_uuid || !get_clock_ || init() != 0) {
       get_clock_ = nullptr;
@@ -126,6 +157,8 @@ class SmClock {
   ~SmClock() {
     if (handle_) dlclose(handle_);
   }
+  SmClock(const SmClock&) = delete;
+  SmClock& operator=(const SmClock&) = delete;
   double mhz() const {
     unsigned value = 0;
     if (!get_clock_ || !device_ || get_clock_(device_, 1 /* NVML_CLOCK_SM */, &value) != 0) return 0;
@@ -136,6 +169,76 @@ class SmClock {
   void* handle_ = nullptr;
   void* device_ = nullptr;
   int (*get_clock_)(void*, int, unsigned*) = nullptr;
+};
+
+// cuBLAS, opened on first use so that only a worker that runs a cuBLAS baseline loads it.
+class Cublas {
+ public:
+  explicit Cublas(cudaStream_t stream) {
+    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"})
+      if ((lib_ = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!lib_) throw CudaFailure{cudaErrorInvalidValue, std::string("cannot open cuBLAS: ") + dlerror()};
+    create_ = symbol<Create>("cublasCreate_v2");
+    destroy_ = symbol<Destroy>("cublasDestroy_v2");
+    set_stream_ = symbol<SetStream>("cublasSetStream_v2");
+    set_math_ = symbol<SetMath>("cublasSetMathMode");
+    sgemm_ = symbol<Sgemm>("cublasSgemm_v2");
+    gemm_ex_ = symbol<GemmEx>("cublasGemmEx");
+    check(create_(&handle_), "cublasCreate");
+    check(set_stream_(handle_, stream), "cublasSetStream");
+  }
+  ~Cublas() {
+    if (handle_) destroy_(handle_);
+    if (lib_) dlclose(lib_);
+  }
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+
+  // Row-major C (MxN) = A (MxK) B (KxN) is column-major C^T = B^T A^T.
+  void sgemm(bool tf32, const float* A, const float* B, float* C, int M, int N, int K) const {
+    const float alpha = 1.0f, beta = 0.0f;
+    check(set_math_(handle_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check(sgemm_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N), "cublasSgemm");
+  }
+  void gemm_ex(const void* A, const void* B, void* C, cudaDataType ab, cudaDataType c, int M, int N,
+               int K) const {
+    const float alpha = 1.0f, beta = 0.0f;
+    check(set_math_(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check(gemm_ex_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, ab, N, A, ab, K, &beta, C, c, N,
+                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+  }
+
+ private:
+  template <typename F>
+  F symbol(const char* name) {
+    auto f = reinterpret_cast<F>(dlsym(lib_, name));
+    if (!f) throw CudaFailure{cudaErrorInvalidValue, std::string("cuBLAS lacks ") + name};
+    return f;
+  }
+  static void check(cublasStatus_t s, const char* call) {
+    if (s != CUBLAS_STATUS_SUCCESS)
+      throw CudaFailure{cudaErrorUnknown, std::string(call) + " failed with status " + std::to_string(s)};
+  }
+  using Create = cublasStatus_t (*)(cublasHandle_t*);
+  using Destroy = cublasStatus_t (*)(cublasHandle_t);
+  using SetStream = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
+  using SetMath = cublasStatus_t (*)(cublasHandle_t, cublasMath_t);
+  using Sgemm = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                   const float*, const float*, int, const float*, int, const float*, float*,
+                                   int);
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                    const void*, const void*, cudaDataType, int, const void*, cudaDataType,
+                                    int, const void*, void*, cudaDataType, int, cublasComputeType_t,
+                                    cublasGemmAlgo_t);
+  void* lib_ = nullptr;
+  cublasHandle_t handle_ = nullptr;
+  Create create_ = nullptr;
+  Destroy destroy_ = nullptr;
+  SetStream set_stream_ = nullptr;
+  SetMath set_math_ = nullptr;
+  Sgemm sgemm_ = nullptr;
+  GemmEx gemm_ex_ = nullptr;
 };
 
 struct TimingStats {
@@ -162,492 +265,572 @@ TimingStats summarize(std::vector<double> t) {
   return s;
 }
 
-json timing_json(const TimingStats& s) {
-  return {{"median_ms", s.median}, {"min_ms", s.min}, {"p25_ms", s.p25}, {"p75_ms", s.p75}, {"spread", s.spread}, {"reps", s.reps}};
-}
-
-// Errors that leave the context unusable: the worker reports them and exits.
-bool is_sticky(cudaError_t e) {
-  switch (e) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchFailure:
-    case cudaErrorAssert:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorHardwareStackError:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorUnknown:
-      return true;
-    default:
-      return false;
-  }
-}
-
-class Runner {
+// CUDA events around one enqueued piece of work, after an optional L2 flush (writing twice the L2 leaves
+// none of the previous run's data in it).
+class Timer {
  public:
-  explicit Runner(int gpu) : gpu_(gpu), clock_(gpu) {
+  Timer(cudaStream_t stream, long long l2_bytes) : stream_(stream) {
+    TILETUNE_CUDA_CHECK(cudaEventCreate(&start_));
+    TILETUNE_CUDA_CHECK(cudaEventCreate(&stop_));
+    flush_ = DeviceBuffer(static_cast<std::size_t>(std::max<long long>(l2_bytes * 2, 64LL << 20)));
+  }
+  ~Timer() {
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+  }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  float time(const std::function<void()>& enqueue, bool flush_l2) {
+    if (flush_l2) TILETUNE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), 0, flush_.bytes(), stream_));
+    TILETUNE_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    enqueue();
+    TILETUNE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    TILETUNE_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    TILETUNE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms;
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  DeviceBuffer flush_;
+};
+
+struct LaunchRefused {
+  cudaError_t code;
+};
+
+// One buffer of the problem: its data, the saved input of an inout buffer, and an output's truth.
+struct Buffer {
+  wire::BufferSpec spec;
+  DeviceBuffer mem, saved, truth;
+  double floor = 0;  // the scale floor of the tolerance, once the truth is known
+  std::size_t bytes() const { return spec.count * size_of(spec.type); }
+};
+
+struct Constant {
+  wire::ConstantSpec spec;
+  DeviceBuffer data;
+};
+
+// A loaded kernel with its arguments bound to storage that stays put while it runs.
+struct BoundKernel {
+  Library lib;
+  cudaKernel_t kernel = nullptr;
+  dim3 grid, block;
+  std::size_t dynamic_smem = 0;
+  std::vector<std::uint64_t> storage;  // 8 bytes per argument, enough for every pointer and scalar
+  std::vector<void*> args;
+
+  void launch(cudaStream_t stream) {
+    const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args.data(),
+                                           dynamic_smem, stream);
+    if (e != cudaSuccess) throw LaunchRefused{e};
+  }
+};
+
+class Worker;
+
+// One library call bench can time: binds the operands of a request to the problem's buffers.
+struct LibraryCall {
+  const char* name;
+  std::function<std::function<void()>(Worker&, const wire::BaselineRequest&)> bind;
+};
+
+class Worker {
+ public:
+  explicit Worker(int gpu) : clock_(gpu) {
     TILETUNE_CUDA_CHECK(cudaSetDevice(gpu));
     std::string why;
     for (auto& d : present_devices(&why))
       if (d.ordinal == gpu) device_ = d;
-    if (device_.ordinal < 0) throw CudaFailure{cudaErrorNoDevice, "no CUDA GPU " + std::to_string(gpu) + (why.empty() ? "" : ": " + why)};
+    if (device_.ordinal < 0)
+      throw CudaFailure{cudaErrorNoDevice,
+                        "no CUDA GPU " + std::to_string(gpu) + (why.empty() ? "" : ": " + why)};
     TILETUNE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    TILETUNE_CUDA_CHECK(cudaEventCreate(&start_));
-    TILETUNE_CUDA_CHECK(cudaEventCreate(&stop_));
-    // Writing twice the L2 between timed runs leaves none of the previous run's data in it.
-    flush_ = DeviceBuffer(static_cast<std::size_t>(std::max<long long>(device_.l2_bytes * 2, 64LL << 20)));
+    timer_ = std::make_unique<Timer>(stream_, device_.l2_bytes);
     CompileCache cache(CompileCache::default_dir());
-    CompileJob job{kSupportKernels, "tiletune_support.cu", "tt_fill", device_.arch(), {}};
+    CompileJob job{kSupportKernelsSource, "tiletune_support.cu", "tt_fill_float", device_.arch(), {}};
     const std::string key = cache.key(job);
     CompileResult r = cache.load(key).value_or(compile(job));
     cache.store(key, r);
-    if (auto* err = std::get_if<CompileError>(&r)) throw CudaFailure{cudaErrorUnknown, "support kernels: " + err->log};
+    if (auto* err = std::get_if<CompileError>(&r))
+      throw CudaFailure{cudaErrorUnknown, "support kernels: " + err->log};
     support_ = Library(std::get<CompiledKernel>(r).cubin);
-    acc_ = DeviceBuffer(2 * sizeof(double) + sizeof(unsigned long long));
+    scratch_ = DeviceBuffer(4 * sizeof(double) + 4 * sizeof(unsigned long long));
   }
 
-  ~Runner() {
-    if (cublas_) cublasDestroy(cublas_);
-    if (start_) cudaEventDestroy(start_);
-    if (stop_) cudaEventDestroy(stop_);
+  ~Worker() {
+    cublas_.reset();
+    timer_.reset();
     if (stream_) cudaStreamDestroy(stream_);
   }
 
-  json hello() const { return {{"ok", true}, {"device", json::parse(device_.to_json())}}; }
+  wire::Reply hello() const {
+    wire::Reply r;
+    r.summary = device_.to_json();
+    return r;
+  }
 
-  json setup(const json& m) {
+  wire::Reply setup(const json& m) {
     const std::string signature = m.dump();
-    if (signature == setup_signature_) return {{"ok", true}, {"cached", true}};
+    wire::Reply reply;
+    if (signature == setup_signature_) {
+      reply.summary = "cached";
+      return reply;
+    }
     setup_signature_.clear();
     buffers_.clear();
-    ref_ = DeviceBuffer();
-    const auto t0 = std::chrono::steady_clock::now();
-    reference_ = m.at("reference").get<std::string>();
-    tolerance_ = m.at("tolerance").get<double>();
-    seed_ = m.at("seed").get<unsigned long long>();
-    vars_ = m.at("vars").get<std::map<std::string, long long>>();
-    output_name_.clear();
-    unsigned long long stream_index = 0;
-    for (const auto& b : m.at("buffers")) {
-      Buffer buf;
-      buf.count = b.at("count").get<unsigned long long>();
-      buf.output = b.at("role").get<std::string>() == "output";
-      buf.seed = seed_ * 1000003ULL + (++stream_index);
-      buf.mem = DeviceBuffer(std::max<unsigned long long>(buf.count, 1) * sizeof(float));
-      if (!buf.output) launch_support("tt_fill", grid_for(buf.count), 256, buf.mem.get(), buf.count, buf.seed);
-      else output_name_ = b.at("name").get<std::string>();
-      buffers_[b.at("name").get<std::string>()] = std::move(buf);
-    }
-    if (output_name_.empty()) throw CudaFailure{cudaErrorInvalidValue, "the family has no output buffer"};
     constants_.clear();
-    for (const auto& c : m.at("constants")) {
-      std::vector<float> host(c.at("count").get<std::size_t>());
-      const unsigned long long cseed = seed_ * 1000003ULL + (++stream_index);
-      for (std::size_t i = 0; i < host.size(); ++i) host[i] = support_value(cseed, i);
-      constants_[c.at("name").get<std::string>()] = {host, cseed};
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto req = m.get<wire::SetupRequest>();
+    std::uint64_t stream_index = 0;
+    for (const auto& spec : req.buffers) {
+      Buffer b;
+      b.spec = spec;
+      b.mem = DeviceBuffer(std::max<std::size_t>(b.bytes(), 1));
+      const std::uint64_t seed = req.seed * 1000003ULL + (++stream_index);
+      if (spec.role != BufferRole::output) fill(spec.type, b.mem.get(), spec.count, seed, spec.fill);
+      if (spec.role == BufferRole::inout) {
+        b.saved = DeviceBuffer(std::max<std::size_t>(b.bytes(), 1));
+        TILETUNE_CUDA_CHECK(
+            cudaMemcpyAsync(b.saved.get(), b.mem.get(), b.bytes(), cudaMemcpyDeviceToDevice, stream_));
+      }
+      if (spec.role != BufferRole::input) {
+        b.truth = DeviceBuffer(std::max<std::size_t>(spec.count * size_of(spec.truth), 1));
+        if (spec.role == BufferRole::inout)
+          launch_support("tt_convert_" + to_string(spec.type) + "_" + to_string(spec.truth), spec.count,
+                         b.mem.get(), b.truth.get(), static_cast<unsigned long long>(spec.count));
+        else  // what the reference leaves unwritten stays NaN (or a byte pattern) and fails every
+              // configuration
+          TILETUNE_CUDA_CHECK(cudaMemsetAsync(b.truth.get(), 0xFF, b.truth.bytes(), stream_));
+      }
+      buffers_[spec.name] = std::move(b);
     }
-    compute_reference();
-    const std::string check = check_reference_on_cpu();
-    TILETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    setup_signature_ = signature;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return {{"ok", true}, {"setup_ms", ms}, {"reference_check", check}};
-  }
-
-  // Runs one configuration: load, poison, launch, validate, then time.
-  json measure(const json& m) {
-    Library lib;
-    cudaKernel_t kernel = nullptr;
-    std::vector<void*> args;
-    dim3 grid, block;
-    std::size_t dyn = 0;
+    for (const auto& spec : req.constants) {
+      Constant c{spec, DeviceBuffer(std::max<std::size_t>(spec.count * size_of(spec.type), 1))};
+      fill(spec.type, c.data.get(), spec.count, req.seed * 1000003ULL + (++stream_index), spec.fill);
+      constants_[spec.name] = std::move(c);
+    }
     try {
-      std::ifstream in(m.at("cubin_path").get<std::string>(), std::ios::binary);
-      std::ostringstream bytes;
-      bytes << in.rdbuf();
-      lib = Library(bytes.str());
-      kernel = lib.kernel(m.at("kernel").get<std::string>());
-      for (const auto& name : m.at("constants")) upload_constant(lib, name.get<std::string>());
-      const auto g = m.at("grid").get<std::vector<long long>>();
-      const auto b = m.at("block").get<std::vector<long long>>();
-      grid = dim3(static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2]));
-      block = dim3(static_cast<unsigned>(b[0]), static_cast<unsigned>(b[1]), static_cast<unsigned>(b[2]));
-      dyn = m.at("dynamic_smem").get<std::size_t>();
-      // Past 48 KB of shared memory per block (static and dynamic together) the kernel must opt in.
-      cudaFuncAttributes attrs{};
-      TILETUNE_CUDA_CHECK(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(kernel)));
-      if (dyn + attrs.sharedSizeBytes > 48 * 1024)
-        TILETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dyn)));
-      // Kernel arguments point at storage that stays put for the whole measurement.
-      const auto& list = m.at("args");
-      ptr_store_.assign(list.size(), nullptr);
-      int_store_.assign(list.size(), 0);
-      long_store_.assign(list.size(), 0);
-      args.resize(list.size());
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        const auto& a = list[i];
-        if (a.contains("buffer")) {
-          const auto it = buffers_.find(a.at("buffer").get<std::string>());
-          if (it == buffers_.end()) throw CudaFailure{cudaErrorInvalidValue, "no buffer '" + a.at("buffer").get<std::string>() + "'"};
-          ptr_store_[i] = it->second.mem.get();
-          args[i] = &ptr_store_[i];
-        } else if (a.contains("int")) {
-          int_store_[i] = static_cast<int>(a.at("int").get<long long>());
-          args[i] = &int_store_[i];
-        } else {
-          long_store_[i] = a.at("long").get<long long>();
-          args[i] = &long_store_[i];
-        }
-      }
+      BoundKernel ref = bind(req.reference, /*truth=*/true);
+      ref.launch(stream_);
+      TILETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    } catch (const LaunchRefused& f) {
+      throw CudaFailure{f.code,
+                        "the reference kernel " + req.reference.kernel + ": " + cuda_text(f.code, "launch")};
     } catch (const CudaFailure& f) {
-      return {{"outcome", "launch_failed"}, {"reason", f.text}, {"fatal", is_sticky(f.code)}};
+      throw CudaFailure{f.code, "the reference kernel " + req.reference.kernel + ": " + f.text};
     }
-
-    auto run_once = [&](bool timed) -> float {
-      poison_output();
-      if (timed) TILETUNE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), 0, flush_.bytes(), stream_));
-      TILETUNE_CUDA_CHECK(cudaEventRecord(start_, stream_));
-      const cudaError_t launch = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args.data(), dyn, stream_);
-      if (launch != cudaSuccess) throw LaunchRefused{launch};
-      TILETUNE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-      TILETUNE_CUDA_CHECK(cudaEventSynchronize(stop_));
-      float ms = 0;
-      TILETUNE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-      return ms;
-    };
-    return timed_loop(m, run_once);
+    std::ostringstream summary;
+    summary << "truth from " << req.reference.kernel;
+    for (auto& [name, b] : buffers_) {
+      if (b.spec.role == BufferRole::input) continue;
+      b.floor = b.spec.scale_floor >= 0 ? b.spec.scale_floor : truth_rms(b);
+      summary << "; " << name << ": " << to_string(b.spec.truth) << ", scale floor " << b.floor;
+    }
+    setup_signature_ = signature;
+    reply.setup_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    reply.summary = summary.str();
+    return reply;
   }
 
-  // The library baselines: cuBLAS SGEMM for GEMM (with TF32 tensor-core math for "cublas_tf32"), the
-  // device-to-device copy for convolutions.
-  json baseline(const json& m) {
-    const std::string kind = m.at("kind").get<std::string>();
-    std::function<float(bool)> run_once;
-    if (kind == "cublas" || kind == "cublas_tf32") {
-      if (!cublas_) {
-        if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) return {{"outcome", "launch_failed"}, {"reason", "cublasCreate failed"}};
-        cublasSetStream(cublas_, stream_);
-      }
-      const int M = static_cast<int>(vars_.at("M")), N = static_cast<int>(vars_.at("N")), K = static_cast<int>(vars_.at("K"));
-      const float* A = static_cast<const float*>(buffers_.at("A").mem.get());
-      const float* B = static_cast<const float*>(buffers_.at("B").mem.get());
-      float* C = static_cast<float*>(buffers_.at("C").mem.get());
-      // Default math is FP32 SGEMM; TF32 lets cuBLAS round the inputs to TF32 and use the tensor cores.
-      cublasSetMathMode(cublas_, kind == "cublas_tf32" ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
-      run_once = [=, this](bool timed) -> float {
-        poison_output();
-        if (timed) TILETUNE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), 0, flush_.bytes(), stream_));
-        const float alpha = 1.0f, beta = 0.0f;
-        TILETUNE_CUDA_CHECK(cudaEventRecord(start_, stream_));
-        // Row-major C = A B is column-major C^T = B^T A^T.
-        const cublasStatus_t st = cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N);
-        if (st != CUBLAS_STATUS_SUCCESS) throw CudaFailure{cudaErrorUnknown, "cublasSgemm failed with status " + std::to_string(st)};
-        TILETUNE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-        TILETUNE_CUDA_CHECK(cudaEventSynchronize(stop_));
-        float ms = 0;
-        TILETUNE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-        return ms;
-      };
-      return timed_loop(m, run_once);
+  // Runs one configuration: load, then warm-up, check, timed runs, check again.
+  wire::Reply measure(const json& m) {
+    const auto req = m.get<wire::MeasureRequest>();
+    BoundKernel k;
+    try {
+      k = bind(req.kernel, /*truth=*/false);
+    } catch (const CudaFailure& f) {
+      return failure("launch_failed", f);
     }
-    if (kind == "copy") {
-      const Buffer* in = nullptr;
-      for (const auto& [name, b] : buffers_)
-        if (!b.output) in = &b;
-      Buffer& out = buffers_.at(output_name_);
-      const std::size_t bytes = std::min(in->count, out.count) * sizeof(float);
-      run_once = [&, bytes](bool timed) -> float {
-        if (timed) TILETUNE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), 0, flush_.bytes(), stream_));
-        TILETUNE_CUDA_CHECK(cudaEventRecord(start_, stream_));
-        TILETUNE_CUDA_CHECK(cudaMemcpyAsync(out.mem.get(), in->mem.get(), bytes, cudaMemcpyDeviceToDevice, stream_));
-        TILETUNE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-        TILETUNE_CUDA_CHECK(cudaEventSynchronize(stop_));
-        float ms = 0;
-        TILETUNE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-        return ms;
-      };
-      json r = timed_loop(m, run_once, /*validate=*/false);
-      r["bytes"] = 2.0 * static_cast<double>(bytes);
-      return r;
-    }
-    return {{"outcome", "launch_failed"}, {"reason", "unknown baseline '" + kind + "'"}};
+    std::vector<Buffer*> checked;
+    for (auto& [name, b] : buffers_)
+      if (b.spec.role != BufferRole::input) checked.push_back(&b);
+    return timed_loop(req.reps, checked, [&] { k.launch(stream_); });
+  }
+
+  wire::Reply baseline(const json& m);
+
+  cudaStream_t stream() const { return stream_; }
+  const Cublas& cublas() {
+    if (!cublas_) cublas_ = std::make_unique<Cublas>(stream_);
+    return *cublas_;
+  }
+  Buffer& operand(const wire::BaselineRequest& req, const std::string& op) {
+    const auto name = req.buffers.find(op);
+    if (name == req.buffers.end())
+      throw CudaFailure{cudaErrorInvalidValue, req.library + " needs operand " + op};
+    const auto it = buffers_.find(name->second);
+    if (it == buffers_.end()) throw CudaFailure{cudaErrorInvalidValue, "no buffer '" + name->second + "'"};
+    return it->second;
+  }
+  DeviceBuffer& scratch_copy(std::size_t bytes) {
+    if (copy_scratch_.bytes() < bytes) copy_scratch_ = DeviceBuffer(bytes);
+    return copy_scratch_;
   }
 
  private:
-  struct LaunchRefused {
-    cudaError_t code;
-  };
-
-  struct Buffer {
-    DeviceBuffer mem;
-    unsigned long long count = 0;
-    unsigned long long seed = 0;
-    bool output = false;
-  };
-
-  struct Constant {
-    std::vector<float> host;
-    unsigned long long seed = 0;
-  };
-
   template <typename... Args>
-  void launch_support(const char* name, unsigned grid, unsigned block, Args... values) {
+  void launch_support(const std::string& name, std::uint64_t n, Args... values) {
     void* args[] = {&values...};
-    TILETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(support_.kernel(name)), dim3(grid), dim3(block), args, 0, stream_));
-  }
-  template <typename... Args>
-  void launch_support2d(const char* name, dim3 grid, dim3 block, Args... values) {
-    void* args[] = {&values...};
-    TILETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(support_.kernel(name)), grid, block, args, 0, stream_));
-  }
-  static unsigned grid_for(unsigned long long n) {
-    return static_cast<unsigned>(std::min<unsigned long long>((n + 255) / 256, 65535ULL * 16));
+    const unsigned grid = static_cast<unsigned>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 65535ULL * 16));
+    TILETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(support_.kernel(name)), dim3(grid),
+                                         dim3(256), args, 0, stream_));
   }
 
-  void poison_output() {
-    Buffer& out = buffers_.at(output_name_);
-    // 0xFF bytes are a NaN: an output the kernel never writes fails validation.
-    TILETUNE_CUDA_CHECK(cudaMemsetAsync(out.mem.get(), 0xFF, out.count * sizeof(float), stream_));
+  void fill(ElementType type, void* p, std::uint64_t n, std::uint64_t seed, const wire::FillSpec& f) {
+    launch_support("tt_fill_" + to_string(type), n, p, static_cast<unsigned long long>(n),
+                   static_cast<unsigned long long>(seed), static_cast<int>(f.kind), f.lo, f.hi);
+  }
+
+  double truth_rms(const Buffer& b) {
+    auto* stats = static_cast<double*>(scratch_.get());
+    TILETUNE_CUDA_CHECK(cudaMemsetAsync(stats, 0, 2 * sizeof(double), stream_));
+    launch_support("tt_sumsq_" + to_string(b.spec.truth), std::min<std::uint64_t>(b.spec.count, 1 << 20),
+                   b.truth.get(), static_cast<unsigned long long>(b.spec.count), stats);
+    double host[2] = {0, 0};
+    TILETUNE_CUDA_CHECK(cudaMemcpyAsync(host, stats, sizeof host, cudaMemcpyDeviceToHost, stream_));
+    TILETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return host[1] > 0 ? std::sqrt(host[0] / host[1]) : 0.0;
+  }
+
+  // Loads a kernel and binds its arguments: buffers by name (the reference gets each output's truth),
+  // scalars by value; fills its __constant__ symbols.
+  BoundKernel bind(const wire::KernelSpec& spec, bool truth) {
+    BoundKernel k;
+    k.lib = Library::from_file(spec.cubin_path);
+    k.kernel = k.lib.kernel(spec.kernel);
+    for (const auto& name : spec.constants) upload_constant(k.lib, name);
+    k.grid = dim3(static_cast<unsigned>(spec.grid[0]), static_cast<unsigned>(spec.grid[1]),
+                  static_cast<unsigned>(spec.grid[2]));
+    k.block = dim3(static_cast<unsigned>(spec.block[0]), static_cast<unsigned>(spec.block[1]),
+                   static_cast<unsigned>(spec.block[2]));
+    k.dynamic_smem = static_cast<std::size_t>(spec.dynamic_smem);
+    // Past 48 KB of shared memory per block (static and dynamic together) the kernel must opt in.
+    cudaFuncAttributes attrs{};
+    TILETUNE_CUDA_CHECK(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(k.kernel)));
+    if (k.dynamic_smem + attrs.sharedSizeBytes > 48 * 1024)
+      TILETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.kernel),
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(k.dynamic_smem)));
+    k.storage.assign(spec.args.size(), 0);
+    k.args.resize(spec.args.size());
+    for (std::size_t i = 0; i < spec.args.size(); ++i) {
+      const auto& a = spec.args[i];
+      void* slot = &k.storage[i];
+      k.args[i] = slot;
+      if (!a.buffer.empty()) {
+        const auto it = buffers_.find(a.buffer);
+        if (it == buffers_.end()) throw CudaFailure{cudaErrorInvalidValue, "no buffer '" + a.buffer + "'"};
+        void* p = truth && it->second.spec.role != BufferRole::input ? it->second.truth.get()
+                                                                     : it->second.mem.get();
+        std::memcpy(slot, &p, sizeof p);
+        continue;
+      }
+      switch (a.scalar) {
+        case ElementType::f32: {
+          const float v = static_cast<float>(a.real);
+          std::memcpy(slot, &v, sizeof v);
+          break;
+        }
+        case ElementType::f64:
+          std::memcpy(slot, &a.real, sizeof a.real);
+          break;
+        case ElementType::i64:
+          std::memcpy(slot, &a.integer, sizeof a.integer);
+          break;
+        default: {
+          const int v = static_cast<int>(a.integer);
+          std::memcpy(slot, &v, sizeof v);
+        }
+      }
+    }
+    return k;
   }
 
   void upload_constant(const Library& lib, const std::string& name) {
     const auto it = constants_.find(name);
-    if (it == constants_.end()) throw CudaFailure{cudaErrorInvalidValue, "no data for constant '" + name + "'"};
+    if (it == constants_.end())
+      throw CudaFailure{cudaErrorInvalidValue, "no data for constant '" + name + "'"};
     std::size_t bytes = 0;
     void* p = lib.global(name, &bytes);
-    const std::size_t need = it->second.host.size() * sizeof(float);
+    const std::size_t need = it->second.spec.count * size_of(it->second.spec.type);
     if (bytes < need)
-      throw CudaFailure{cudaErrorInvalidValue, "__constant__ " + name + " holds " + std::to_string(bytes) + " bytes, the problem needs " + std::to_string(need)};
-    TILETUNE_CUDA_CHECK(cudaMemcpyAsync(p, it->second.host.data(), need, cudaMemcpyHostToDevice, stream_));
+      throw CudaFailure{cudaErrorInvalidValue, "__constant__ " + name + " holds " + std::to_string(bytes) +
+                                                   " bytes, the problem needs " + std::to_string(need)};
+    TILETUNE_CUDA_CHECK(cudaMemcpyAsync(p, it->second.data.get(), need, cudaMemcpyDeviceToDevice, stream_));
   }
 
-  DeviceBuffer constant_on_device(const std::string& name) {
-    const auto& host = constants_.at(name).host;
-    DeviceBuffer d(host.size() * sizeof(float));
-    TILETUNE_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
-    return d;
-  }
-
-  long long var(const char* name, long long fallback = -1) const {
-    const auto it = vars_.find(name);
-    if (it != vars_.end()) return it->second;
-    if (fallback >= 0) return fallback;
-    throw CudaFailure{cudaErrorInvalidValue, std::string("the reference needs problem variable '") + name + "'"};
-  }
-
-  const Buffer& buffer(const char* name) const {
-    const auto it = buffers_.find(name);
-    if (it == buffers_.end())
-      throw CudaFailure{cudaErrorInvalidValue, "reference '" + reference_ + "' needs a buffer named '" + name + "'"};
-    return it->second;
-  }
-
-  void compute_reference() {
-    const Buffer& out = buffers_.at(output_name_);
-    ref_ = DeviceBuffer(out.count * sizeof(double));
-    if (reference_ == "gemm") {
-      const int M = static_cast<int>(var("M")), N = static_cast<int>(var("N")), K = static_cast<int>(var("K"));
-      launch_support2d("tt_gemm_ref", dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), buffer("A").mem.get(),
-                       buffer("B").mem.get(), ref_.get(), M, N, K);
-    } else if (reference_ == "conv1d") {
-      mask_dev_ = constant_on_device("mask");
-      launch_support("tt_conv1d_ref", grid_for(out.count), 256, buffer("in").mem.get(), mask_dev_.get(), ref_.get(),
-                     var("n"), static_cast<int>(var("mask_width")), static_cast<int>(var("boundary", 0)));
-    } else if (reference_ == "conv2d") {
-      mask_dev_ = constant_on_device("mask");
-      const int H = static_cast<int>(var("H")), W = static_cast<int>(var("W"));
-      launch_support2d("tt_conv2d_ref", dim3((W + 15) / 16, (H + 15) / 16), dim3(16, 16), buffer("in").mem.get(),
-                       mask_dev_.get(), ref_.get(), H, W, static_cast<int>(var("mask_width")), static_cast<int>(var("boundary", 0)));
-    } else {
-      throw CudaFailure{cudaErrorInvalidValue, "unknown reference '" + reference_ + "'"};
+  // Before every run: outputs poisoned (NaN for floating types; for integers a byte pattern that changes from
+  // run to run, so that no true value can hide an unwritten element twice), inout buffers restored.
+  void prepare(const std::vector<Buffer*>& outputs) {
+    ++runs_;
+    for (Buffer* b : outputs) {
+      if (b->spec.role == BufferRole::inout)
+        TILETUNE_CUDA_CHECK(
+            cudaMemcpyAsync(b->mem.get(), b->saved.get(), b->bytes(), cudaMemcpyDeviceToDevice, stream_));
+      else
+        TILETUNE_CUDA_CHECK(cudaMemsetAsync(
+            b->mem.get(), is_floating(b->spec.type) ? 0xFF : (runs_ % 2 ? 0xA5 : 0x5A), b->bytes(), stream_));
     }
-    TILETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  // Recomputes outputs of the float64 GPU reference on the CPU from the same generator: every output for
-  // small problems, a random sample of them for large ones.
-  std::string check_reference_on_cpu() {
-    const Buffer& out = buffers_.at(output_name_);
-    std::vector<double> gpu(out.count);
-    TILETUNE_CUDA_CHECK(cudaMemcpy(gpu.data(), ref_.get(), out.count * sizeof(double), cudaMemcpyDeviceToHost));
-    auto in_value = [&](const char* name, unsigned long long i) { return static_cast<double>(support_value(buffer(name).seed, i)); };
-    std::function<double(unsigned long long)> cpu;
-    double work_per_output = 1;
-    if (reference_ == "gemm") {
-      const long long N = var("N"), K = var("K");
-      work_per_output = static_cast<double>(K);
-      cpu = [&, N, K](unsigned long long o) {
-        const long long r = static_cast<long long>(o) / N, c = static_cast<long long>(o) % N;
-        double acc = 0;
-        for (long long k = 0; k < K; ++k) acc += in_value("A", r * K + k) * in_value("B", k * N + c);
-        return acc;
-      };
-    } else if (reference_ == "conv1d") {
-      const long long n = var("n");
-      const int w = static_cast<int>(var("mask_width")), boundary = static_cast<int>(var("boundary", 0));
-      const auto& mask = constants_.at("mask").host;
-      work_per_output = w;
-      cpu = [&, n, w, boundary](unsigned long long o) {
-        double acc = 0;
-        for (int j = 0; j < w; ++j) {
-          long long p = static_cast<long long>(o) - w / 2 + j;
-          if (p < 0 || p >= n) {
-            if (boundary == 0) continue;
-            p = std::clamp<long long>(p, 0, n - 1);
-          }
-          acc += static_cast<double>(mask[j]) * in_value("in", static_cast<unsigned long long>(p));
-        }
-        return acc;
-      };
-    } else {  // conv2d
-      const long long H = var("H"), W = var("W");
-      const int w = static_cast<int>(var("mask_width")), boundary = static_cast<int>(var("boundary", 0));
-      const auto& mask = constants_.at("mask").host;
-      work_per_output = static_cast<double>(w) * w;
-      cpu = [&, H, W, w, boundary](unsigned long long o) {
-        const long long y = static_cast<long long>(o) / W, x = static_cast<long long>(o) % W;
-        double acc = 0;
-        for (int dy = 0; dy < w; ++dy)
-          for (int dx = 0; dx < w; ++dx) {
-            long long yy = y - w / 2 + dy, xx = x - w / 2 + dx;
-            if (yy < 0 || yy >= H || xx < 0 || xx >= W) {
-              if (boundary == 0) continue;
-              yy = std::clamp<long long>(yy, 0, H - 1);
-              xx = std::clamp<long long>(xx, 0, W - 1);
-            }
-            acc += static_cast<double>(mask[dy * w + dx]) * in_value("in", static_cast<unsigned long long>(yy * W + xx));
-          }
-        return acc;
-      };
+  std::string coordinates(const Buffer& b, std::uint64_t index) const {
+    std::string out = b.spec.name;
+    if (b.spec.dims.empty()) return out + "[" + std::to_string(index) + "]";
+    std::vector<std::uint64_t> at(b.spec.dims.size());
+    for (std::size_t d = b.spec.dims.size(); d-- > 0;) {
+      const auto extent = static_cast<std::uint64_t>(std::max<std::int64_t>(b.spec.dims[d], 1));
+      at[d] = index % extent;
+      index /= extent;
     }
-    // All outputs when that is at most ~2e9 multiply-adds spread over the cores; otherwise a sample.
-    std::vector<unsigned long long> picks;
-    const bool full = static_cast<double>(out.count) * work_per_output <= 2e9;
-    if (full) {
-      picks.resize(out.count);
-      for (unsigned long long i = 0; i < out.count; ++i) picks[i] = i;
-    } else {
-      std::mt19937_64 rng(seed_);
-      std::uniform_int_distribution<unsigned long long> pick(0, out.count - 1);
-      const std::size_t samples = static_cast<std::size_t>(std::clamp(2e8 / work_per_output, 512.0, 65536.0));
-      for (std::size_t i = 0; i < samples; ++i) picks.push_back(pick(rng));
-      for (unsigned long long e = 0; e < std::min<unsigned long long>(64, out.count); ++e) {
-        picks.push_back(e);
-        picks.push_back(out.count - 1 - e);
-      }
+    for (auto v : at) out += "[" + std::to_string(v) + "]";
+    return out;
+  }
+
+  // Every element of every output against its truth. Returns the largest relative L2 error, or throws the
+  // wrong_result reason.
+  struct WrongResult {
+    std::string reason;
+    double l2;
+  };
+  double check(const std::vector<Buffer*>& outputs) {
+    double worst_l2 = 0;
+    for (Buffer* b : outputs) {
+      const std::string pair = to_string(b->spec.type) + "_" + to_string(b->spec.truth);
+      auto* stats = static_cast<double*>(scratch_.get());
+      auto* counts = reinterpret_cast<unsigned long long*>(stats + 4);
+      TILETUNE_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), stream_));
+      const auto n = static_cast<unsigned long long>(b->spec.count);
+      launch_support("tt_compare_" + pair, std::min<std::uint64_t>(n, 1 << 20), b->mem.get(), b->truth.get(),
+                     n, b->spec.rtol, b->spec.atol, b->floor, stats, counts, counts + 1);
+      double host[2];
+      unsigned long long bad[2];
+      TILETUNE_CUDA_CHECK(cudaMemcpyAsync(host, stats, sizeof host, cudaMemcpyDeviceToHost, stream_));
+      TILETUNE_CUDA_CHECK(cudaMemcpyAsync(bad, counts, sizeof bad, cudaMemcpyDeviceToHost, stream_));
+      TILETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const double l2 = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
+      worst_l2 = std::max(worst_l2, l2);
+      if (!bad[0]) continue;
+      // Find the first element that is out by the most, and show it.
+      TILETUNE_CUDA_CHECK(cudaMemsetAsync(counts + 2, 0xFF, sizeof(unsigned long long), stream_));
+      launch_support("tt_locate_" + pair, std::min<std::uint64_t>(n, 1 << 20), b->mem.get(), b->truth.get(),
+                     n, b->spec.rtol, b->spec.atol, b->floor,
+                     static_cast<const unsigned long long*>(counts + 1), counts + 2);
+      void* args[] = {nullptr, nullptr, nullptr, nullptr};
+      void* out = b->mem.get();
+      void* truth = b->truth.get();
+      const unsigned long long* index = counts + 2;
+      double* values = stats + 2;
+      args[0] = &out;
+      args[1] = &truth;
+      args[2] = &index;
+      args[3] = &values;
+      TILETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(support_.kernel("tt_pick_" + pair)),
+                                           dim3(1), dim3(1), args, 0, stream_));
+      double picked[2];
+      unsigned long long where = 0;
+      TILETUNE_CUDA_CHECK(cudaMemcpyAsync(picked, values, sizeof picked, cudaMemcpyDeviceToHost, stream_));
+      TILETUNE_CUDA_CHECK(cudaMemcpyAsync(&where, index, sizeof where, cudaMemcpyDeviceToHost, stream_));
+      TILETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      std::ostringstream why;
+      why << std::setprecision(7) << bad[0] << " of " << n << " elements of " << b->spec.name << " differ";
+      if (is_floating(b->spec.type))
+        why << " (|out - ref| > " << b->spec.atol << " + " << b->spec.rtol << " * max(|ref|, " << b->floor
+            << "))";
+      why << "; worst " << coordinates(*b, where) << " = " << picked[0] << ", expected " << picked[1];
+      if (!std::isfinite(picked[0]) && std::isfinite(picked[1])) why << " (not written, or not finite)";
+      why << "; relative L2 error " << l2;
+      throw WrongResult{why.str(), l2};
     }
-    const unsigned threads = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
-    std::vector<double> worst(threads, 0.0);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        for (std::size_t i = t; i < picks.size(); i += threads) {
-          const double want = cpu(picks[i]);
-          const double diff = std::fabs(want - gpu[picks[i]]) / std::max(1.0, std::fabs(want));
-          worst[t] = std::max(worst[t], diff);
-        }
-      });
-    for (auto& th : pool) th.join();
-    const double max_diff = *std::max_element(worst.begin(), worst.end());
-    if (!(max_diff <= 1e-9))
-      throw CudaFailure{cudaErrorUnknown, "the GPU float64 reference disagrees with the CPU by " + std::to_string(max_diff)};
-    return std::string(full ? "all " : "a sample of ") + std::to_string(picks.size()) + " outputs checked against a CPU float64 reference";
+    return worst_l2;
   }
 
-  // Relative L2 error of the output against the reference, and the count of non-finite outputs.
-  std::pair<double, unsigned long long> compare_output() {
-    const Buffer& out = buffers_.at(output_name_);
-    TILETUNE_CUDA_CHECK(cudaMemsetAsync(acc_.get(), 0, acc_.bytes(), stream_));
-    double* acc = static_cast<double*>(acc_.get());
-    auto* bad = reinterpret_cast<unsigned long long*>(acc + 2);
-    launch_support("tt_compare", std::min<unsigned>(grid_for(out.count), 4096), 256, static_cast<const float*>(out.mem.get()),
-                   static_cast<const double*>(ref_.get()), out.count, acc, bad);
-    double host[2];
-    unsigned long long nbad = 0;
-    TILETUNE_CUDA_CHECK(cudaMemcpyAsync(host, acc, sizeof host, cudaMemcpyDeviceToHost, stream_));
-    TILETUNE_CUDA_CHECK(cudaMemcpyAsync(&nbad, bad, sizeof nbad, cudaMemcpyDeviceToHost, stream_));
-    TILETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    const double err = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
-    return {err, nbad};
+  static wire::Reply failure(const char* outcome, const CudaFailure& f) {
+    wire::Reply r;
+    r.outcome = outcome;
+    r.reason = f.text;
+    r.fatal = is_sticky(f.code);
+    return r;
   }
 
-  json validation_failure(double err, unsigned long long nbad) const {
-    std::ostringstream why;
-    if (nbad) why << nbad << " outputs not written or not finite";
-    else why << "relative L2 error " << err << " > tolerance " << tolerance_;
-    return {{"outcome", "wrong_result"}, {"reason", why.str()}, {"error", err}};
-  }
-
-  // Warm-up and validation, then timed repetitions until the spread is small or the budget is spent; the
-  // last timed run is validated again.
-  template <typename Run>
-  json timed_loop(const json& m, Run& run_once, bool validate = true) {
-    const int min_reps = m.value("min_reps", 5), max_reps = m.value("max_reps", 50);
-    const double budget_ms = m.value("budget_ms", 300.0), target = m.value("target_spread", 0.02);
+ public:
+  // Warm-up and check, then timed repetitions until the spread is small or the budget is spent; the last
+  // timed run is checked again.
+  wire::Reply timed_loop(const wire::Repetitions& reps, const std::vector<Buffer*>& checked,
+                         const std::function<void()>& enqueue) {
     try {
-      run_once(false);
+      prepare(checked);
+      timer_->time(enqueue, false);
       double err = 0;
-      if (validate) {
-        auto [e, nbad] = compare_output();
-        err = e;
-        if (nbad || !(e <= tolerance_)) return validation_failure(e, nbad);
-      }
+      err = check(checked);
       std::vector<double> times;
-      double spent = 0;
       double clock_mhz = 0;
       const auto wall0 = std::chrono::steady_clock::now();
-      while (static_cast<int>(times.size()) < max_reps) {
-        const float ms = run_once(true);
-        times.push_back(ms);
-        spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count();
+      while (static_cast<int>(times.size()) < reps.max_reps) {
+        prepare(checked);
+        times.push_back(timer_->time(enqueue, true));
+        const double spent =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count();
         if (times.size() == 3) clock_mhz = clock_.mhz();
-        if (static_cast<int>(times.size()) >= min_reps && (summarize(times).spread <= target || spent >= budget_ms)) break;
+        if (static_cast<int>(times.size()) >= reps.min_reps &&
+            (summarize(times).spread <= reps.target_spread || spent >= reps.budget_ms))
+          break;
       }
       if (clock_mhz == 0) clock_mhz = clock_.mhz();
-      if (validate) {
-        auto [e2, nbad2] = compare_output();
-        if (nbad2 || !(e2 <= tolerance_)) return validation_failure(e2, nbad2);
-        err = std::max(err, e2);
-      }
-      json r = timing_json(summarize(times));
-      r["outcome"] = "ok";
-      r["error"] = err;
-      r["sm_clock_mhz"] = clock_mhz;
+      err = std::max(err, check(checked));
+      const TimingStats s = summarize(times);
+      wire::Reply r;
+      r.outcome = "ok";
+      r.median_ms = s.median;
+      r.min_ms = s.min;
+      r.p25_ms = s.p25;
+      r.p75_ms = s.p75;
+      r.spread = s.spread;
+      r.reps = s.reps;
+      r.error_l2 = err;
+      r.sm_clock_mhz = clock_mhz;
+      return r;
+    } catch (const WrongResult& w) {
+      wire::Reply r;
+      r.outcome = "wrong_result";
+      r.reason = w.reason;
+      r.error_l2 = w.l2;
       return r;
     } catch (const LaunchRefused& f) {
       cudaGetLastError();
-      return {{"outcome", "launch_failed"}, {"reason", std::string("cudaLaunchKernel: ") + cudaGetErrorName(f.code) + ": " + cudaGetErrorString(f.code)},
-              {"fatal", is_sticky(f.code)}};
+      wire::Reply r = failure("launch_failed", CudaFailure{f.code, cuda_text(f.code, "cudaLaunchKernel")});
+      return r;
     } catch (const CudaFailure& f) {
-      return {{"outcome", "runtime_failed"}, {"reason", f.text}, {"fatal", is_sticky(f.code)}};
+      return failure("runtime_failed", f);
     }
   }
 
-  int gpu_;
+ private:
   DeviceLimits device_;
   SmClock clock_;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  DeviceBuffer flush_, ref_, acc_, mask_dev_;
+  std::unique_ptr<Timer> timer_;
+  std::unique_ptr<Cublas> cublas_;
   Library support_;
+  DeviceBuffer scratch_, copy_scratch_;
   std::map<std::string, Buffer> buffers_;
   std::map<std::string, Constant> constants_;
-  std::map<std::string, long long> vars_;
-  std::string reference_, output_name_, setup_signature_;
-  double tolerance_ = 1e-4;
-  unsigned long long seed_ = 1;
-  std::vector<void*> ptr_store_;
-  std::vector<int> int_store_;
-  std::vector<long long> long_store_;
+  std::string setup_signature_;
+  std::uint64_t runs_ = 0;
 };
 
+int scalar(const wire::BaselineRequest& req, const char* op) {
+  const auto it = req.scalars.find(op);
+  if (it == req.scalars.end()) throw CudaFailure{cudaErrorInvalidValue, req.library + " needs operand " + op};
+  return static_cast<int>(it->second);
+}
+
+cudaDataType cuda_data_type(ElementType t, const std::string& library) {
+  switch (t) {
+    case ElementType::f32:
+      return CUDA_R_32F;
+    case ElementType::f16:
+      return CUDA_R_16F;
+    case ElementType::bf16:
+      return CUDA_R_16BF;
+    default:
+      throw CudaFailure{cudaErrorInvalidValue,
+                        library + " takes float, half or bfloat16 buffers, not " + to_string(t)};
+  }
+}
+
+std::function<void()> bind_sgemm(Worker& w, const wire::BaselineRequest& req, bool tf32) {
+  Buffer &A = w.operand(req, "A"), &B = w.operand(req, "B"), &C = w.operand(req, "C");
+  for (const Buffer* b : {&A, &B, &C})
+    if (b->spec.type != ElementType::f32)
+      throw CudaFailure{cudaErrorInvalidValue, req.library + " takes float buffers; " + b->spec.name +
+                                                   " is " + to_string(b->spec.type)};
+  const Cublas& blas = w.cublas();
+  const int M = scalar(req, "M"), N = scalar(req, "N"), K = scalar(req, "K");
+  return [&blas, &A, &B, &C, M, N, K, tf32] {
+    blas.sgemm(tf32, static_cast<const float*>(A.mem.get()), static_cast<const float*>(B.mem.get()),
+               static_cast<float*>(C.mem.get()), M, N, K);
+  };
+}
+
+// The one table of library calls; tiletune/library_calls.hpp names their operands for the family parser.
+const std::vector<LibraryCall>& library_table() {
+  static const std::vector<LibraryCall> table = {
+      {"cublas_sgemm", [](Worker& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, false); }},
+      {"cublas_tf32", [](Worker& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, true); }},
+      {"cublas_gemm",
+       [](Worker& w, const wire::BaselineRequest& req) -> std::function<void()> {
+         Buffer &A = w.operand(req, "A"), &B = w.operand(req, "B"), &C = w.operand(req, "C");
+         if (A.spec.type != B.spec.type)
+           throw CudaFailure{cudaErrorInvalidValue, req.library + ": A and B must have one type"};
+         const cudaDataType ab = cuda_data_type(A.spec.type, req.library),
+                            c = cuda_data_type(C.spec.type, req.library);
+         const Cublas& blas = w.cublas();
+         const int M = scalar(req, "M"), N = scalar(req, "N"), K = scalar(req, "K");
+         return [&blas, &A, &B, &C, ab, c, M, N, K] {
+           blas.gemm_ex(A.mem.get(), B.mem.get(), C.mem.get(), ab, c, M, N, K);
+         };
+       }},
+      {"d2d_copy",
+       [](Worker& w, const wire::BaselineRequest& req) -> std::function<void()> {
+         Buffer& src = w.operand(req, "src");
+         std::size_t bytes = src.bytes();
+         void* dst = nullptr;
+         if (req.buffers.count("dst")) {
+           Buffer& d = w.operand(req, "dst");
+           bytes = std::min(bytes, d.bytes());
+           dst = d.mem.get();
+         } else {
+           dst = w.scratch_copy(bytes).get();
+         }
+         const void* from = src.mem.get();
+         cudaStream_t stream = w.stream();
+         return [=] {
+           TILETUNE_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToDevice, stream));
+         };
+       }},
+  };
+  return table;
+}
+
+wire::Reply Worker::baseline(const json& m) {
+  const auto req = m.get<wire::BaselineRequest>();
+  const auto call = std::find_if(library_table().begin(), library_table().end(),
+                                 [&](const LibraryCall& c) { return req.library == c.name; });
+  const LibraryCallInfo* info = find_library_call(req.library);
+  if (call == library_table().end() || !info)
+    return failure("launch_failed", {cudaErrorInvalidValue, "unknown library '" + req.library + "'"});
+  std::function<void()> run;
+  std::vector<Buffer*> checked;
+  try {
+    run = call->bind(*this, req);
+    if (!info->output.empty()) checked.push_back(&operand(req, info->output));
+  } catch (const CudaFailure& f) {
+    return failure("launch_failed", f);
+  }
+  wire::Reply r = timed_loop(req.reps, checked, run);
+  if (req.library == "d2d_copy") {
+    const Buffer& src = operand(req, "src");
+    const std::size_t dst = req.buffers.count("dst") ? operand(req, "dst").bytes() : src.bytes();
+    r.bytes = 2.0 * static_cast<double>(std::min(src.bytes(), dst));
+  }
+  return r;
+}
+
+wire::Reply request_failed(std::string error, bool fatal) {
+  wire::Reply r;
+  r.ok = false;
+  r.error = std::move(error);
+  r.fatal = fatal;
+  return r;
+}
+
 bool write_line(int fd, const json& j) {
-  const std::string line = j.dump() + "\n";
+  const std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   std::size_t sent = 0;
   while (sent < line.size()) {
     const ssize_t n = ::write(fd, line.data() + sent, line.size() - sent);
@@ -663,7 +846,7 @@ bool write_line(int fd, const json& j) {
 }  // namespace
 
 int worker_main(int gpu, int in_fd, int out_fd) {
-  std::unique_ptr<Runner> runner;
+  std::unique_ptr<Worker> worker;
   std::string pending;
   char chunk[65536];
   for (;;) {
@@ -676,25 +859,28 @@ int worker_main(int gpu, int in_fd, int out_fd) {
     }
     const std::string line = pending.substr(0, nl);
     pending.erase(0, nl + 1);
-    json reply;
-    bool fatal = false;
+    wire::Reply reply;
     try {
       const json m = json::parse(line);
       const std::string op = m.at("op").get<std::string>();
       if (op == "quit") return 0;
-      if (!runner) runner = std::make_unique<Runner>(gpu);
-      if (op == "hello") reply = runner->hello();
-      else if (op == "setup") reply = runner->setup(m);
-      else if (op == "measure") reply = runner->measure(m);
-      else if (op == "baseline") reply = runner->baseline(m);
-      else reply = {{"ok", false}, {"error", "unknown op '" + op + "'"}};
+      if (!worker) worker = std::make_unique<Worker>(gpu);
+      if (op == "hello")
+        reply = worker->hello();
+      else if (op == "setup")
+        reply = worker->setup(m);
+      else if (op == "measure")
+        reply = worker->measure(m);
+      else if (op == "baseline")
+        reply = worker->baseline(m);
+      else
+        reply = request_failed("unknown op '" + op + "'", false);
     } catch (const CudaFailure& f) {
-      reply = {{"ok", false}, {"error", f.text}, {"fatal", is_sticky(f.code)}};
+      reply = request_failed(f.text, is_sticky(f.code));
     } catch (const std::exception& e) {
-      reply = {{"ok", false}, {"error", e.what()}};
+      reply = request_failed(e.what(), false);
     }
-    fatal = reply.value("fatal", false);
-    if (!write_line(out_fd, reply) || fatal) return fatal ? 3 : 0;
+    if (!write_line(out_fd, json(reply)) || reply.fatal) return reply.fatal ? 3 : 0;
   }
 }
 

@@ -4,10 +4,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tiletune/element_type.hpp"
 #include "tiletune/expr.hpp"
 #include "tiletune/records.hpp"
 
@@ -16,8 +19,8 @@ namespace tiletune {
 // The name under which constraints and launch expressions read the device's compute capability, as
 // 10 * major + minor (90 on the H100). It is reserved: no parameter or problem argument may take it.
 inline constexpr const char* kDeviceCcVar = "cc";
-// The name under which they read the device's number of SMs (132 on the H100 SXM), e.g. for a grid of one block
-// per SM. Reserved too.
+// The name under which they read the device's number of SMs (132 on the H100 SXM), e.g. for a grid of one
+// block per SM. Reserved too.
 inline constexpr const char* kDeviceSmsVar = "sms";
 
 class FamilyError : public std::runtime_error {
@@ -43,22 +46,41 @@ struct ProblemArg {
 };
 
 enum class ArgKind { buffer, scalar };
-enum class BufferRole { input, output };
+// inout: read and written in place; restored from a saved copy of its input before every run.
+enum class BufferRole { input, output, inout };
+std::string to_string(BufferRole role);
+
+// How the worker fills an input buffer or a constant, from the seeded counter-based hash.
+struct Fill {
+  enum class Kind { uniform, range, constant };
+  Kind kind = Kind::uniform;
+  double lo = -1, hi = 1;  // uniform: reals in [lo, hi); range: integers in [lo, hi]; constant: lo
+};
+// The default fill of a type: uniform [-1, 1) for floating types, a range that is never all zeros for
+// integers.
+Fill default_fill(ElementType type);
 
 struct Argument {
   std::string name;
   ArgKind kind = ArgKind::buffer;
-  std::string type;       // buffers: "float"; scalars: "int" or "long"
-  Expr count;             // buffers: element count
+  ElementType type = ElementType::f32;
+  Expr count;  // buffers: element count
   BufferRole role = BufferRole::input;
-  Expr value;             // scalars
+  Fill fill;                   // buffers read by the kernel
+  std::vector<Expr> dims;      // buffers: optional row-major shape, for naming an element's coordinates
+  Expr value;                  // scalars: an integer expression
+  std::optional<double> real;  // float and double scalars given as a number
+
+  bool is_output() const { return kind == ArgKind::buffer && role != BufferRole::input; }
 };
 
-// A __constant__ symbol the worker fills before launching (e.g. a convolution mask).
+// A __constant__ symbol the worker fills before launching (e.g. a convolution mask), in the kernel's module
+// and in the reference's.
 struct ConstantSymbol {
   std::string name;
-  std::string type;  // "float"
+  ElementType type = ElementType::f32;
   Expr count;
+  Fill fill;
 };
 
 struct Launch {
@@ -68,19 +90,64 @@ struct Launch {
   Expr static_shared_bytes;  // the template's own estimate, checked before compiling
 };
 
+// Per-element tolerance: |out - ref| <= atol + rtol * max(|ref|, scale_floor); integers compare exactly.
+struct Tolerance {
+  double rtol = 1e-4;
+  double atol = 0;
+  std::optional<double> scale_floor;  // default: the root mean square of the reference output
+};
+Tolerance default_tolerance(ElementType output);
+
+struct KernelFamily;
+
+// One argument of a reference kernel: one of the family's arguments by name, or a scalar of its own.
+struct ReferenceArgument {
+  std::string name;  // empty: the scalar below
+  ElementType scalar = ElementType::i32;
+  Expr value;  // an integer expression of problem variables
+};
+
+// A plain kernel that computes the truth, in some family's folder.
+struct ReferenceKernel {
+  std::filesystem::path directory;  // the folder that holds it
+  std::string file;
+  std::string source;
+  std::string name;                          // extern "C" kernel
+  std::vector<ReferenceArgument> arguments;  // in the reference kernel's order
+  std::vector<Expr> block, grid;             // expressions of problem variables
+  bool double_outputs = true;                // floating outputs reach it as double arrays
+};
+
 struct Reference {
-  std::string kind;  // "gemm", "conv1d", "conv2d"; the worker knows each by name
-  double tolerance = 1e-4;  // relative L2 error allowed
-  std::string math = "fp32";  // gemm: the library baseline's math, "fp32" (cuBLAS SGEMM) or "tf32" (tensor cores)
+  enum class Kind { kernel, family };
+  Kind kind = Kind::kernel;
+  ReferenceKernel kernel;  // Kind::kernel (its own, or another family's with "from")
+  std::string from;        // "from": the family whose reference kernel this one uses
+  std::string family;      // Kind::family: run that family's configuration
+  Params config;
+  std::shared_ptr<const KernelFamily> family_def;  // resolved by load_families
+  std::optional<double> rtol, atol, scale_floor;
+  std::string text;  // the reference as family.json gives it, for messages
+
+  // The tolerance for one output buffer of the given type.
+  Tolerance tolerance_for(ElementType output) const;
+};
+
+// A library call bench compares with: the library's operand names mapped onto the family's buffers and
+// problem expressions.
+struct LibraryBaseline {
+  std::string library;
+  std::map<std::string, std::string> buffers;  // operand -> the family's buffer name
+  std::map<std::string, Expr> scalars;         // operand -> expression of problem variables
 };
 
 struct KernelFamily {
   std::string name;
   std::string description;
   std::filesystem::path directory;
-  std::string source_file;  // file name inside directory
-  std::string source;       // template text
-  std::string kernel;       // extern "C" kernel name
+  std::string source_file;        // file name inside directory
+  std::string source;             // template text
+  std::string kernel;             // extern "C" kernel name
   std::vector<std::string> dims;  // problem dimensions in order, e.g. M, N, K
   std::vector<ProblemArg> problem_args;
   std::vector<Condition> problem_checks;
@@ -90,13 +157,14 @@ struct KernelFamily {
   Launch launch;
   std::vector<Argument> arguments;  // kernel parameters, in order
   std::vector<ConstantSymbol> constants;
-  Expr metric_work;  // FLOPs or bytes moved for one run
+  Expr metric_work;         // FLOPs or bytes moved for one run
   std::string metric_unit;  // "GFLOP/s" or "GB/s"
   Reference reference;
   std::vector<std::string> compile_options;
-  std::vector<std::string> baselines;  // families bench compares against beside the library baseline
+  std::vector<std::string> baselines;  // families bench compares against
+  std::vector<LibraryBaseline> library_baselines;
   std::string description_json;  // the family.json text as read
-  std::string template_hash;     // over family.json and the template source
+  std::string template_hash;     // over family.json, the template source and the reference kernel
 
   // The family's default configuration.
   Params default_params() const;
@@ -106,16 +174,22 @@ struct KernelFamily {
   Vars vars(const ProblemKey& problem, const Params& params) const;
   // Fills in default args and checks dims count, positivity and the family's problem checks.
   // Throws FamilyError with a one-line message naming the family.
-  ProblemKey make_problem(const std::vector<std::int64_t>& dims, const std::map<std::string, std::int64_t>& args) const;
+  ProblemKey make_problem(const std::vector<std::int64_t>& dims,
+                          const std::map<std::string, std::int64_t>& args) const;
   // Source text NVRTC compiles for one configuration: the parameters as #defines ahead of the template.
   std::string source_for(const Params& params) const;
 };
 
-// Loads one family from a folder holding family.json. Throws FamilyError, one line naming the file.
+// The argument of that name; nullptr when there is none.
+const Argument* find_argument(const KernelFamily& family, const std::string& name);
+
+// Loads one family from a folder holding family.json. Throws FamilyError, one line naming the file. A
+// reference that names another family ("from", "family") is resolved by load_families.
 KernelFamily load_family(const std::filesystem::path& directory);
 
 // Every family under the given roots (each root holds one folder per family). Later roots override earlier
-// ones of the same name. Throws FamilyError on the first malformed family.
+// ones of the same name. References to other families are resolved and checked. Throws FamilyError on the
+// first malformed family.
 std::vector<KernelFamily> load_families(const std::vector<std::filesystem::path>& roots);
 
 // The built-in families' folder: $TILETUNE_TEMPLATES, else next to the executable

@@ -34,13 +34,13 @@ struct MeasureSettings {
 struct SweepOptions {
   bool resume = false;
   std::string strategy = "brute_force";
-  std::size_t budget = 0;       // configurations to measure; 0: all
-  double time_limit_s = 0;      // 0: none
-  double timeout_s = 0;         // per configuration; 0: derived from the best time so far
+  std::size_t budget = 0;   // configurations to measure; 0: all
+  double time_limit_s = 0;  // 0: none
+  double timeout_s = 0;     // per configuration; 0: derived from the best time so far
   int compile_jobs = 1;
   MeasureSettings measure;
-  bool progress_line = false;   // a live line (terminal) instead of plain lines
-  int log_every = 0;            // plain mode: a line every N configurations (0: only failures and new bests)
+  bool progress_line = false;  // a live line (terminal) instead of plain lines
+  int log_every = 0;           // plain mode: a line every N configurations (0: only failures and new bests)
 };
 
 struct SweepSummary {
@@ -48,8 +48,8 @@ struct SweepSummary {
   std::map<Outcome, int> counts;
   std::optional<StoredResult> best;
   double seconds = 0;
-  double gpu_busy_seconds = 0;     // time the worker spent measuring
-  double compile_wait_seconds = 0; // time the sweep waited on NVRTC
+  double gpu_busy_seconds = 0;      // time the worker spent measuring
+  double compile_wait_seconds = 0;  // time the sweep waited on NVRTC
   int measured = 0, resumed_skipped = 0, worker_restarts = 0;
   bool interrupted = false;
 };
@@ -57,17 +57,8 @@ struct SweepSummary {
 // Asks the worker for its device; throws SweepError "no CUDA GPU: ..." when there is none.
 DeviceLimits worker_device(WorkerProcess& worker);
 
-// The setup request the worker needs for (family, problem): buffers, constants, reference.
-nlohmann::json setup_request(const KernelFamily& family, const ProblemKey& problem, const MeasureSettings& settings);
-// The measure request for one compiled configuration.
-nlohmann::json measure_request(const KernelFamily& family, const ProblemKey& problem, const Params& params,
-                               const LaunchGeometry& launch, const std::string& cubin_path, const MeasureSettings& s);
-
-SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store, WorkerProcess& worker,
-                       const CompileCache& cache, const SweepOptions& options, std::ostream& out,
-                       const std::atomic<bool>* stop_requested = nullptr);
-
-// Fills the measured fields of a record from a worker reply.
-void apply_measurement(ResultRecord& record, const nlohmann::json& reply, double work, const std::string& unit);
+SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store,
+                       WorkerProcess& worker, const CompileCache& cache, const SweepOptions& options,
+                       std::ostream& out, const std::atomic<bool>* stop_requested = nullptr);
 
 }  // namespace tiletune

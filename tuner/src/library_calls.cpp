@@ -1,0 +1,32 @@
+#include "tiletune/library_calls.hpp"
+
+namespace tiletune {
+
+const std::vector<LibraryCallInfo>& library_calls() {
+  static const std::vector<LibraryCallInfo> calls = {
+      {"cublas_sgemm", {"A", "B", "C"}, {}, {"M", "N", "K"}, "C", "cuBLAS SGEMM, row-major C = A B"},
+      {"cublas_tf32", {"A", "B", "C"}, {}, {"M", "N", "K"}, "C", "cuBLAS SGEMM with TF32 tensor-core math"},
+      {"cublas_gemm",
+       {"A", "B", "C"},
+       {},
+       {"M", "N", "K"},
+       "C",
+       "cuBLAS GemmEx, float, half or bfloat16 operands, FP32 compute"},
+      {"d2d_copy", {"src"}, {"dst"}, {}, "", "device-to-device copy of src's bytes"},
+  };
+  return calls;
+}
+
+const LibraryCallInfo* find_library_call(std::string_view name) {
+  for (const auto& c : library_calls())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string library_call_list() {
+  std::string out;
+  for (const auto& c : library_calls()) out += (out.empty() ? "" : ", ") + c.name;
+  return out;
+}
+
+}  // namespace tiletune

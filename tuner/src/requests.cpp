@@ -1,0 +1,235 @@
+#include "requests.hpp"
+
+namespace tiletune {
+
+namespace {
+
+wire::Repetitions repetitions(const MeasureSettings& s) {
+  return {s.min_reps, s.max_reps, s.budget_ms, s.target_spread};
+}
+
+wire::FillSpec fill_spec(const Fill& f) {
+  const wire::FillKind kind = f.kind == Fill::Kind::uniform ? wire::FillKind::uniform
+                              : f.kind == Fill::Kind::range ? wire::FillKind::range
+                                                            : wire::FillKind::constant;
+  return {kind, f.lo, f.hi};
+}
+
+Vars device_vars(Vars vars, const DeviceLimits& device) {
+  vars[kDeviceCcVar] = device.cc_major * 10 + device.cc_minor;
+  vars[kDeviceSmsVar] = device.sm_count;
+  return vars;
+}
+
+// A family's arguments as the worker binds them, all in order.
+std::vector<wire::ArgValue> arg_values(const KernelFamily& family, const Vars& vars) {
+  std::vector<wire::ArgValue> out;
+  auto add = [&](const Argument& a) {
+    wire::ArgValue v;
+    if (a.kind == ArgKind::buffer) {
+      v.buffer = a.name;
+    } else {
+      v.scalar = a.type;
+      if (a.real)
+        v.real = *a.real;
+      else {
+        v.integer = a.value.eval(vars);
+        v.real = static_cast<double>(v.integer);
+      }
+    }
+    out.push_back(v);
+  };
+  for (const auto& a : family.arguments) add(a);
+  return out;
+}
+
+// The reference kernel's arguments: the family's by name, and scalars of its own.
+std::vector<wire::ArgValue> reference_values(const KernelFamily& family, const Vars& vars,
+                                             const std::vector<ReferenceArgument>& list) {
+  std::vector<wire::ArgValue> out;
+  const std::vector<wire::ArgValue> all = arg_values(family, vars);
+  for (const auto& a : list) {
+    if (a.name.empty()) {
+      wire::ArgValue v;
+      v.scalar = a.scalar;
+      v.integer = a.value.eval(vars);
+      v.real = static_cast<double>(v.integer);
+      out.push_back(v);
+      continue;
+    }
+    for (std::size_t i = 0; i < family.arguments.size(); ++i)
+      if (family.arguments[i].name == a.name) out.push_back(all[i]);
+  }
+  return out;
+}
+
+std::string compiled_cubin(const CompileJob& job, const CompileCache& cache, const std::string& what) {
+  const std::string key = cache.key(job);
+  auto compiled = cache.load(key);
+  if (!compiled) {
+    compiled = compile(job);
+    cache.store(key, *compiled);
+  }
+  if (const auto* err = std::get_if<CompileError>(&*compiled))
+    throw SweepError(what + " does not compile: " + err->log.substr(0, err->log.find('\n', 400)));
+  return (cache.dir() / (key + ".cubin")).string();
+}
+
+wire::KernelSpec reference_kernel(const KernelFamily& family, const ProblemKey& problem,
+                                  const DeviceLimits& device, const CompileCache& cache) {
+  const Reference& ref = family.reference;
+  wire::KernelSpec k;
+  for (const auto& c : family.constants) k.constants.push_back(c.name);
+  if (ref.kind == Reference::Kind::family) {
+    if (!ref.family_def)
+      throw SweepError(family.name + ": reference family " + ref.family + " is not loaded");
+    const KernelFamily& other = *ref.family_def;
+    std::map<std::string, std::int64_t> args;
+    for (const auto& [name, value] : problem.args)
+      if (std::any_of(other.problem_args.begin(), other.problem_args.end(),
+                      [&](const ProblemArg& a) { return a.name == name; }))
+        args[name] = value;
+    const ProblemKey other_problem = other.make_problem(problem.dims, args);
+    Params params = other.default_params();
+    for (const auto& [k2, v] : ref.config) params[k2] = v;
+    const PlannedConfig c = prune_before_compile(other, device, other_problem, params);
+    if (c.outcome != Outcome::ok)
+      throw SweepError(family.name + ": reference " + other.name + " (" + params_to_text(params) +
+                       ") cannot run: " + c.reason);
+    k.cubin_path = compiled_cubin(compile_job(other, device, params), cache, "reference " + other.name);
+    k.kernel = other.kernel;
+    k.grid = {c.launch.grid[0], c.launch.grid[1], c.launch.grid[2]};
+    k.block = {c.launch.block[0], c.launch.block[1], c.launch.block[2]};
+    k.dynamic_smem = c.launch.dynamic_smem;
+    k.args = arg_values(other, other.vars(other_problem, params));
+    k.constants.clear();
+    for (const auto& c2 : other.constants) k.constants.push_back(c2.name);
+    return k;
+  }
+  const ReferenceKernel& rk = ref.kernel;
+  if (rk.source.empty()) throw SweepError(family.name + ": reference family " + ref.from + " is not loaded");
+  const Vars vars = device_vars(family.vars(problem, {}), device);
+  try {
+    for (std::size_t i = 0; i < rk.block.size(); ++i) k.block[i] = rk.block[i].eval(vars);
+    for (std::size_t i = 0; i < rk.grid.size(); ++i) k.grid[i] = rk.grid[i].eval(vars);
+  } catch (const ExprError& e) {
+    throw SweepError(family.name + ": reference launch: " + e.what());
+  }
+  for (int i = 0; i < 3; ++i)
+    if (k.block[i] < 1 || k.grid[i] < 1 || k.block[i] > device.max_block_dim[i] ||
+        k.grid[i] > device.max_grid_dim[i])
+      throw SweepError(family.name + ": the reference's launch geometry does not fit the device");
+  k.cubin_path = compiled_cubin(CompileJob{rk.source, rk.file, rk.name, device.arch(), {}}, cache,
+                                "reference kernel " + rk.file);
+  k.kernel = rk.name;
+  k.args = reference_values(family, vars, rk.arguments);
+  return k;
+}
+
+}  // namespace
+
+wire::SetupRequest setup_request(const KernelFamily& family, const ProblemKey& problem,
+                                 const DeviceLimits& device, const CompileCache& cache,
+                                 const MeasureSettings& settings) {
+  const Vars vars = family.vars(problem, {});
+  const bool native_truth =
+      family.reference.kind == Reference::Kind::family || !family.reference.kernel.double_outputs;
+  wire::SetupRequest req;
+  req.seed = settings.seed;
+  try {
+    for (const auto& a : family.arguments) {
+      if (a.kind != ArgKind::buffer) continue;
+      wire::BufferSpec b;
+      b.name = a.name;
+      b.type = a.type;
+      const std::int64_t count = a.count.eval(vars);
+      if (count < 0) throw SweepError(family.name + ": buffer " + a.name + " has a negative count");
+      b.count = static_cast<std::uint64_t>(count);
+      b.role = a.role;
+      b.fill = fill_spec(a.fill);
+      for (const auto& d : a.dims) b.dims.push_back(d.eval(vars));
+      b.truth = is_floating(a.type) && !native_truth ? ElementType::f64 : a.type;
+      const Tolerance t = family.reference.tolerance_for(a.type);
+      b.rtol = t.rtol;
+      b.atol = t.atol;
+      b.scale_floor = t.scale_floor.value_or(-1);
+      req.buffers.push_back(std::move(b));
+    }
+    for (const auto& c : family.constants) {
+      const std::int64_t count = c.count.eval(vars);
+      if (count < 0) throw SweepError(family.name + ": constant " + c.name + " has a negative count");
+      req.constants.push_back({c.name, c.type, static_cast<std::uint64_t>(count), fill_spec(c.fill)});
+    }
+  } catch (const ExprError& e) {
+    throw SweepError(family.name + " " + problem.size_text() + ": " + e.what());
+  }
+  req.reference = reference_kernel(family, problem, device, cache);
+  return req;
+}
+
+wire::MeasureRequest measure_request(const KernelFamily& family, const ProblemKey& problem,
+                                     const Params& params, const LaunchGeometry& launch,
+                                     const std::string& cubin_path, const MeasureSettings& settings) {
+  wire::MeasureRequest req;
+  req.kernel.cubin_path = cubin_path;
+  req.kernel.kernel = family.kernel;
+  req.kernel.grid = {launch.grid[0], launch.grid[1], launch.grid[2]};
+  req.kernel.block = {launch.block[0], launch.block[1], launch.block[2]};
+  req.kernel.dynamic_smem = launch.dynamic_smem;
+  req.kernel.args = arg_values(family, family.vars(problem, params));
+  for (const auto& c : family.constants) req.kernel.constants.push_back(c.name);
+  req.reps = repetitions(settings);
+  return req;
+}
+
+wire::BaselineRequest baseline_request(const KernelFamily& family, const ProblemKey& problem,
+                                       const LibraryBaseline& library, const MeasureSettings& settings) {
+  wire::BaselineRequest req;
+  req.library = library.library;
+  req.buffers = library.buffers;
+  const Vars vars = family.vars(problem, {});
+  for (const auto& [op, e] : library.scalars) req.scalars[op] = e.eval(vars);
+  req.reps = repetitions(settings);
+  return req;
+}
+
+wire::Reply ask(WorkerProcess& worker, const nlohmann::json& message, double timeout_s, bool* timed_out) {
+  const auto r = worker.request(message, timeout_s);
+  if (timed_out) *timed_out = r.status == WorkerProcess::Reply::Status::timeout;
+  wire::Reply reply;
+  if (r.status != WorkerProcess::Reply::Status::ok) {
+    reply.ok = false;
+    reply.error = r.detail.empty() ? "timed out" : r.detail;
+    return reply;
+  }
+  try {
+    reply = r.body.get<wire::Reply>();
+  } catch (const nlohmann::json::exception& e) {
+    reply = wire::Reply{};
+    reply.ok = false;
+    reply.error = std::string("malformed reply from the worker: ") + e.what();
+  }
+  return reply;
+}
+
+void apply_measurement(ResultRecord& r, const wire::Reply& reply, double work, const std::string& unit) {
+  const auto outcome = outcome_from_string(reply.outcome);
+  if (!reply.ok || !outcome) {
+    r.outcome = Outcome::runtime_failed;
+    r.reason = "worker: " + (reply.error.empty() ? std::string("no outcome in reply") : reply.error);
+    return;
+  }
+  r.outcome = *outcome;
+  r.reason = reply.reason;
+  if (r.outcome == Outcome::ok || r.outcome == Outcome::wrong_result) r.error = reply.error_l2;
+  if (r.outcome != Outcome::ok) return;
+  r.median_ms = reply.median_ms;
+  r.min_ms = reply.min_ms;
+  r.spread = reply.spread;
+  r.repetitions = reply.reps;
+  if (reply.sm_clock_mhz > 0) r.sm_clock_mhz = reply.sm_clock_mhz;
+  if (reply.median_ms > 0) r.metric = work / (reply.median_ms * 1e-3) / 1e9;
+  r.metric_unit = unit;
+}
+
+}  // namespace tiletune

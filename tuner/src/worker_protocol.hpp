@@ -1,0 +1,150 @@
+// What the sweep (parent) and the measuring worker say to each other: one typed struct per request and reply,
+// shared by both sides and sent as one JSON object per line. The worker learns buffers, types, fills and
+// kernels from these; it knows no family.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tiletune/element_type.hpp"
+#include "tiletune/family.hpp"
+
+namespace tiletune {
+
+NLOHMANN_JSON_SERIALIZE_ENUM(ElementType, {{ElementType::f32, "float"},
+                                           {ElementType::f64, "double"},
+                                           {ElementType::f16, "half"},
+                                           {ElementType::bf16, "bfloat16"},
+                                           {ElementType::i8, "int8"},
+                                           {ElementType::u8, "uint8"},
+                                           {ElementType::i32, "int32"},
+                                           {ElementType::u32, "uint32"},
+                                           {ElementType::i64, "int64"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(BufferRole, {{BufferRole::input, "input"},
+                                          {BufferRole::output, "output"},
+                                          {BufferRole::inout, "inout"}})
+
+namespace wire {
+
+enum class FillKind { uniform, range, constant };
+NLOHMANN_JSON_SERIALIZE_ENUM(FillKind, {{FillKind::uniform, "uniform"},
+                                        {FillKind::range, "range"},
+                                        {FillKind::constant, "constant"}})
+
+struct FillSpec {
+  FillKind kind = FillKind::uniform;
+  double lo = -1, hi = 1;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FillSpec, kind, lo, hi)
+
+struct BufferSpec {
+  std::string name;
+  ElementType type = ElementType::f32;
+  std::uint64_t count = 0;
+  BufferRole role = BufferRole::input;
+  FillSpec fill;
+  std::vector<std::int64_t> dims;  // row-major shape, for naming an element's coordinates; may be empty
+  // Outputs: the truth's type and the per-element tolerance.
+  ElementType truth = ElementType::f64;
+  double rtol = 0, atol = 0;
+  double scale_floor = -1;  // < 0: the root mean square of the truth
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BufferSpec, name, type, count, role, fill, dims, truth, rtol,
+                                                atol, scale_floor)
+
+struct ConstantSpec {
+  std::string name;
+  ElementType type = ElementType::f32;
+  std::uint64_t count = 0;
+  FillSpec fill;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConstantSpec, name, type, count, fill)
+
+// One kernel argument: a buffer by name (its data, or for the reference an output's truth), or a scalar.
+struct ArgValue {
+  std::string buffer;  // non-empty: a buffer
+  ElementType scalar = ElementType::i32;
+  std::int64_t integer = 0;
+  double real = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ArgValue, buffer, scalar, integer, real)
+
+struct KernelSpec {
+  std::string cubin_path;
+  std::string kernel;
+  std::array<std::int64_t, 3> grid{1, 1, 1};
+  std::array<std::int64_t, 3> block{1, 1, 1};
+  std::int64_t dynamic_smem = 0;
+  std::vector<ArgValue> args;
+  std::vector<std::string> constants;  // __constant__ symbols to fill in this module
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelSpec, cubin_path, kernel, grid, block, dynamic_smem,
+                                                args, constants)
+
+struct Repetitions {
+  int min_reps = 5;
+  int max_reps = 50;
+  double budget_ms = 300;
+  double target_spread = 0.02;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Repetitions, min_reps, max_reps, budget_ms, target_spread)
+
+// Allocate and fill the problem's buffers and constants, run the reference once: its outputs are the truth.
+struct SetupRequest {
+  std::uint64_t seed = 1;
+  std::vector<BufferSpec> buffers;
+  std::vector<ConstantSpec> constants;
+  KernelSpec reference;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SetupRequest, seed, buffers, constants, reference)
+
+struct MeasureRequest {
+  KernelSpec kernel;
+  Repetitions reps;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MeasureRequest, kernel, reps)
+
+// Time a library call on the problem's buffers (operand -> buffer name) and scalars (operand -> value).
+struct BaselineRequest {
+  std::string library;
+  std::map<std::string, std::string> buffers;
+  std::map<std::string, std::int64_t> scalars;
+  Repetitions reps;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BaselineRequest, library, buffers, scalars, reps)
+
+// Every reply. ok == false: the request itself failed (error says why); fatal: the context is gone.
+struct Reply {
+  bool ok = true;
+  std::string error;
+  bool fatal = false;
+  // setup
+  double setup_ms = 0;
+  std::string summary;
+  // measure and baseline
+  std::string outcome;  // Outcome's text
+  std::string reason;
+  double median_ms = 0, min_ms = 0, p25_ms = 0, p75_ms = 0, spread = 0;
+  int reps = 0;
+  double error_l2 = 0;  // the largest relative L2 error of an output against its truth
+  double sm_clock_mhz = 0;
+  double bytes = 0;  // d2d_copy: bytes read plus written
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Reply, ok, error, fatal, setup_ms, summary, outcome, reason,
+                                                median_ms, min_ms, p25_ms, p75_ms, spread, reps, error_l2,
+                                                sm_clock_mhz, bytes)
+
+// A request on the wire: {"op": OP, ...the struct's fields}.
+template <typename T>
+nlohmann::json message(const char* op, const T& body) {
+  nlohmann::json j = body;
+  j["op"] = op;
+  return j;
+}
+
+}  // namespace wire
+}  // namespace tiletune
