@@ -566,3 +566,54 @@ TEST(Gpu, CorrectGemmAtLongKPasses) {
     EXPECT_GE(ok, 10) << name;
   }
 }
+
+// The new families from outside GEMM and convolution: every sampled configuration correct at awkward sizes,
+// the in-place ones included (run many times: each run starts from the restored input), and bench compares
+// each with its declared baselines.
+TEST(Gpu, TransposeHistogramAndSoftmaxFamilies) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  struct Case {
+    std::string family;
+    std::vector<std::int64_t> dims;
+  } cases[] = {
+      {"transpose_naive", {37, 53}},    {"transpose_tiled", {1, 1}},   {"transpose_tiled", {37, 53}},
+      {"transpose_tiled", {1000, 333}}, {"histogram_u8", {1}},         {"histogram_u8", {1000003}},
+      {"histogram_u8", {4099}},         {"softmax_half", {1, 1}},      {"softmax_half", {37, 1000}},
+      {"softmax_half", {5, 4099}},      {"softmax_half", {64, 32768}},
+  };
+  for (const auto& c : cases) {
+    const KernelFamily& f = find_family(fams, c.family);
+    SweepOptions o = quick();
+    o.strategy = "random";
+    o.budget = 60;
+    o.measure.min_reps = 8;
+    o.measure.max_reps = 8;
+    const SweepRun r = sweep(f, f.make_problem(c.dims, {}), dir.path / "new.db", o);
+    int ok = 0;
+    for (const auto& x : r.results) {
+      if (x.record.outcome == Outcome::pruned) continue;
+      EXPECT_EQ(x.record.outcome, Outcome::ok)
+          << c.family << " " << f.make_problem(c.dims, {}).size_text() << " "
+          << params_to_text(x.record.params) << ": " << x.record.reason;
+      ok += x.record.outcome == Outcome::ok;
+    }
+    EXPECT_GT(ok, 0) << c.family;
+  }
+  for (const auto& [family, dims] : std::vector<std::pair<std::string, std::vector<std::int64_t>>>{
+           {"transpose_tiled", {1000, 333}}, {"histogram_u8", {1000003}}, {"softmax_half", {37, 1000}}}) {
+    const KernelFamily& f = find_family(fams, family);
+    Store store = Store::open(dir.path / "new.db", Store::Mode::read_only);
+    WorkerProcess worker(0);
+    MeasureSettings m;
+    m.min_reps = 3;
+    m.max_reps = 5;
+    std::ostringstream log;
+    const auto rows = run_bench(fams, f, f.make_problem(dims, {}), store, worker,
+                                CompileCache(CompileCache::default_dir()), m, log);
+    ASSERT_EQ(rows.size(), f.library_baselines.size() + f.baselines.size()) << family << ": " << log.str();
+    EXPECT_EQ(rows[0].baseline, "d2d_copy") << family;
+    for (const auto& row : rows) EXPECT_GT(row.ratio, 0) << family;
+  }
+}
