@@ -359,3 +359,34 @@ TEST(Family, UserTemplatesAddAndOverride) {
   EXPECT_NO_THROW(find_family(fams, "gemm_tiled"));
   EXPECT_THROW(load_families({dir.path / "absent"}), FamilyError);
 }
+
+// A family's files are regular files in its own folder: no path out of it, no link to elsewhere, no folder.
+TEST(Family, SourcesMustBeRegularFilesInTheFamilysFolder) {
+  EXPECT_NE(load_error("\"tiny.cu\"", "\"../tiny.cu\"")
+                .find("source '../tiny.cu' must be a file name in the family's folder"),
+            std::string::npos);
+  EXPECT_NE(load_error("\"tiny.cu\"", "\"/etc/passwd\"").find("must be a file name in the family's folder"),
+            std::string::npos);
+  test::TempDir dir;
+  write_tiny(dir.path / "tiny", kGoodJson);
+  write(dir.path / "outside.cu", "extern \"C\" __global__ void tiny() {}\n");
+  std::filesystem::remove(dir.path / "tiny/tiny.cu");
+  std::filesystem::create_symlink(dir.path / "outside.cu", dir.path / "tiny/tiny.cu");
+  try {
+    load_families({dir.path / "tiny"});
+    FAIL() << "a source that links out of the folder loaded";
+  } catch (const FamilyError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(dir.path / "tiny/tiny.cu");
+  std::filesystem::create_directory(dir.path / "tiny/tiny.cu");
+  EXPECT_THROW(load_families({dir.path / "tiny"}), FamilyError);
+}
+
+// A description nested thousands of levels deep is refused before it is parsed (no recursion without bound).
+TEST(Family, DeeplyNestedDescriptionIsRefused) {
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  const std::string err = load_error("\"kernel\": \"tiny\",", "\"kernel\": \"tiny\", \"x\": " + deep + ",");
+  EXPECT_NE(err.find("nested deeper than 64 levels"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos);
+}

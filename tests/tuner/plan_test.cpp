@@ -291,3 +291,58 @@ TEST(Plan, ThreadsAndProcessesGiveTheSameResults) {
     EXPECT_EQ(std::get<CompiledKernel>(by_process[i]).cubin, std::get<CompiledKernel>(by_thread[i]).cubin);
   }
 }
+
+// A device profile file is checked field by field: a base that is not a built-in profile (a file naming
+// itself looped until the stack ran out), numbers that are not integers or out of range (occupancy divides by
+// them).
+TEST(Plan, ProfileFilesAreChecked) {
+  test::TempDir dir;
+  auto error_of = [&](const std::string& text) {
+    const auto path = dir.path / "mine.json";
+    std::ofstream(path) << text;
+    try {
+      load_profile(path.string());
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(error_of(R"({"base": "h100", "name": "My H100", "sm_count": 114})"), "");
+  const std::string self = (dir.path / "mine.json").string();
+  EXPECT_NE(error_of("{\"base\": \"" + self + "\"}").find("base must name a built-in profile"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"base": "h100", "max_blocks_per_sm": 0})").find("max_blocks_per_sm must be positive"),
+      std::string::npos);
+  EXPECT_NE(error_of(R"({"base": "h100", "regs_per_sm": -5})").find("regs_per_sm must be positive"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"base": "h100", "sm_count": 1e30})").find("field 'sm_count' has the wrong type"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"base": "h100", "sm_count": 99999999999})").find("field 'sm_count'"),
+            std::string::npos);
+  EXPECT_NE(error_of("[1, 2]").find("must hold a JSON object"), std::string::npos);
+  EXPECT_NE(error_of(std::string(10000, '[') + std::string(10000, ']')).find("nested deeper"),
+            std::string::npos);
+}
+
+// A space too large to hold is refused, with its size, before anything is allocated.
+TEST(Plan, HugeSpacesAreRefusedBeforeTheyAreBuilt) {
+  KernelFamily f = find_family(builtin(), "gemm_tiled");
+  EXPECT_EQ(space_size(f).value_or(0), 729u);
+  for (int i = 0; i < 5; ++i) {
+    Parameter p{"EXTRA" + std::to_string(i), {}, 0};
+    for (int v = 0; v < 100; ++v) p.values.push_back(v);
+    f.parameters.push_back(p);
+  }
+  EXPECT_EQ(space_size(f).value_or(0), 729ull * 10'000'000'000ull);
+  try {
+    enumerate_space(f);
+    FAIL() << "enumerated";
+  } catch (const FamilyError& e) {
+    EXPECT_NE(std::string(e.what()).find("the space has 7290000000000 configurations"), std::string::npos)
+        << e.what();
+  }
+  for (int i = 0; i < 10; ++i) f.parameters.push_back(f.parameters.back());
+  EXPECT_FALSE(space_size(f).has_value());
+  EXPECT_THROW(enumerate_space(f), FamilyError);
+}

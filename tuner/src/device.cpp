@@ -3,12 +3,16 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-#include <filesystem>
+#include <type_traits>
+
+#include "tiletune/json_depth.hpp"
 
 namespace tiletune {
 
@@ -18,7 +22,8 @@ namespace {
 
 // Compute capability and memory figures from the vendor's tables (CUDA C Programming Guide, compute
 // capabilities table, and the product datasheets).
-DeviceLimits hopper(const std::string& profile, const std::string& name, long long l2, long long mem_gb, int mem_mhz) {
+DeviceLimits hopper(const std::string& profile, const std::string& name, long long l2, long long mem_gb,
+                    int mem_mhz) {
   DeviceLimits d;
   d.name = name;
   d.profile = profile;
@@ -27,8 +32,8 @@ DeviceLimits hopper(const std::string& profile, const std::string& name, long lo
   d.sm_count = 132;
   d.max_threads_per_sm = 2048;
   d.max_blocks_per_sm = 32;
-  d.shared_per_sm = 233472;          // 228 KB
-  d.shared_per_block_optin = 232448; // 227 KB
+  d.shared_per_sm = 233472;           // 228 KB
+  d.shared_per_block_optin = 232448;  // 227 KB
   d.reserved_shared_per_block = 1024;
   d.l2_bytes = l2;
   d.global_memory_bytes = mem_gb << 30;
@@ -38,7 +43,8 @@ DeviceLimits hopper(const std::string& profile, const std::string& name, long lo
   return d;
 }
 
-DeviceLimits ada(const std::string& profile, const std::string& name, int sms, long long l2, long long mem_gb) {
+DeviceLimits ada(const std::string& profile, const std::string& name, int sms, long long l2,
+                 long long mem_gb) {
   DeviceLimits d;
   d.name = name;
   d.profile = profile;
@@ -47,8 +53,8 @@ DeviceLimits ada(const std::string& profile, const std::string& name, int sms, l
   d.sm_count = sms;
   d.max_threads_per_sm = 1536;
   d.max_blocks_per_sm = 24;
-  d.shared_per_sm = 102400;          // 100 KB
-  d.shared_per_block_optin = 101376; // 99 KB
+  d.shared_per_sm = 102400;           // 100 KB
+  d.shared_per_block_optin = 101376;  // 99 KB
   d.reserved_shared_per_block = 1024;
   d.l2_bytes = l2;
   d.global_memory_bytes = mem_gb << 30;
@@ -87,7 +93,19 @@ std::map<std::string, DeviceLimits> builtin_profiles() {
 
 template <typename T>
 void read_field(const json& j, const char* key, T& out) {
-  if (j.contains(key)) out = j.at(key).get<T>();
+  if (!j.contains(key)) return;
+  const json& v = j.at(key);
+  if constexpr (std::is_arithmetic_v<T>) {
+    // An integer that fits; a float or a huge value would be undefined behaviour to convert.
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{1} << 62))
+      throw json::type_error::create(302, std::string(key) + " must be an integer", &v);
+    const long long x = v.get<long long>();
+    if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max())
+      throw json::type_error::create(302, std::string(key) + " is out of range", &v);
+    out = static_cast<T>(x);
+  } else {
+    out = v.get<T>();
+  }
 }
 
 }  // namespace
@@ -174,40 +192,91 @@ DeviceLimits load_profile(const std::string& name_or_path) {
   if (!in) {
     std::string known;
     for (const auto& [key, d] : profiles) known += (known.empty() ? "" : ", ") + key;
-    throw std::runtime_error("unknown device profile '" + name_or_path + "' (built-in: " + known + ", or a JSON file)");
+    throw std::runtime_error("unknown device profile '" + name_or_path + "' (built-in: " + known +
+                             ", or a JSON file)");
   }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (json_depth(text.str()) > kMaxJsonDepth)
+    throw std::runtime_error("device profile " + name_or_path + ": nested deeper than " +
+                             std::to_string(kMaxJsonDepth) + " levels");
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text.str());
   } catch (const json::exception& e) {
     throw std::runtime_error("device profile " + name_or_path + ": not valid JSON");
   }
-  // A file may start from a built-in profile and override fields.
+  if (!j.is_object())
+    throw std::runtime_error("device profile " + name_or_path + ": must hold a JSON object");
+  // A file may start from a built-in profile and override fields; only a built-in one, so that a chain of
+  // files can never loop.
   DeviceLimits d;
-  if (j.contains("base")) d = load_profile(j.at("base").get<std::string>());
+  if (j.contains("base")) {
+    const json& base = j.at("base");
+    const auto it = base.is_string() ? profiles.find(base.get<std::string>()) : profiles.end();
+    if (it == profiles.end())
+      throw std::runtime_error("device profile " + name_or_path + ": base must name a built-in profile (" +
+                               [&] {
+                                 std::string known;
+                                 for (const auto& [key, p] : profiles)
+                                   known += (known.empty() ? "" : ", ") + key;
+                                 return known;
+                               }() +
+                               ")");
+    d = it->second;
+  }
+  const char* field = "";
   try {
+    auto number = [&](const char* key, auto& out) {
+      field = key;
+      read_field(j, key, out);
+    };
+    field = "name";
     read_field(j, "name", d.name);
-    read_field(j, "cc_major", d.cc_major);
-    read_field(j, "cc_minor", d.cc_minor);
-    read_field(j, "sm_count", d.sm_count);
-    read_field(j, "max_threads_per_block", d.max_threads_per_block);
-    read_field(j, "max_threads_per_sm", d.max_threads_per_sm);
-    read_field(j, "max_blocks_per_sm", d.max_blocks_per_sm);
-    read_field(j, "regs_per_sm", d.regs_per_sm);
-    read_field(j, "regs_per_block", d.regs_per_block);
-    read_field(j, "shared_per_sm", d.shared_per_sm);
-    read_field(j, "shared_per_block", d.shared_per_block);
-    read_field(j, "shared_per_block_optin", d.shared_per_block_optin);
-    read_field(j, "reserved_shared_per_block", d.reserved_shared_per_block);
-    read_field(j, "l2_bytes", d.l2_bytes);
-    read_field(j, "global_memory_bytes", d.global_memory_bytes);
-    read_field(j, "clock_mhz", d.clock_mhz);
+    number("cc_major", d.cc_major);
+    number("cc_minor", d.cc_minor);
+    number("sm_count", d.sm_count);
+    number("max_threads_per_block", d.max_threads_per_block);
+    number("max_threads_per_sm", d.max_threads_per_sm);
+    number("max_blocks_per_sm", d.max_blocks_per_sm);
+    number("regs_per_sm", d.regs_per_sm);
+    number("regs_per_block", d.regs_per_block);
+    number("shared_per_sm", d.shared_per_sm);
+    number("shared_per_block", d.shared_per_block);
+    number("shared_per_block_optin", d.shared_per_block_optin);
+    number("reserved_shared_per_block", d.reserved_shared_per_block);
+    number("l2_bytes", d.l2_bytes);
+    number("global_memory_bytes", d.global_memory_bytes);
+    number("clock_mhz", d.clock_mhz);
   } catch (const json::exception& e) {
-    throw std::runtime_error("device profile " + name_or_path + ": a field has the wrong type");
+    throw std::runtime_error("device profile " + name_or_path + ": field '" + field + "' has the wrong type");
   }
   if (d.name.empty() || d.cc_major <= 0 || d.sm_count <= 0 || d.shared_per_sm <= 0)
-    throw std::runtime_error("device profile " + name_or_path + ": needs at least name, cc_major, cc_minor, sm_count, shared_per_sm");
+    throw std::runtime_error("device profile " + name_or_path +
+                             ": needs at least name, cc_major, cc_minor, sm_count, shared_per_sm");
   if (d.shared_per_block_optin == 0) d.shared_per_block_optin = d.shared_per_block;
+  // Limits the occupancy arithmetic divides by or sizes with: out of range, they are an error, not a crash.
+  const std::pair<const char*, long long> limits[] = {
+      {"cc_major", d.cc_major},
+      {"sm_count", d.sm_count},
+      {"max_threads_per_block", d.max_threads_per_block},
+      {"max_threads_per_sm", d.max_threads_per_sm},
+      {"max_blocks_per_sm", d.max_blocks_per_sm},
+      {"regs_per_sm", d.regs_per_sm},
+      {"regs_per_block", d.regs_per_block},
+      {"shared_per_sm", d.shared_per_sm},
+      {"shared_per_block", d.shared_per_block},
+      {"shared_per_block_optin", d.shared_per_block_optin},
+  };
+  for (const auto& [name, value] : limits)
+    if (value <= 0 || value > (1LL << 40))
+      throw std::runtime_error("device profile " + name_or_path + ": " + name +
+                               " must be positive and plausible, got " + std::to_string(value));
+  if (d.cc_minor < 0 || d.cc_minor > 9 || d.cc_major > 99)
+    throw std::runtime_error("device profile " + name_or_path +
+                             ": cc_major.cc_minor is not a compute capability");
+  if (d.reserved_shared_per_block < 0 || d.l2_bytes < 0 || d.global_memory_bytes < 0 || d.clock_mhz < 0)
+    throw std::runtime_error("device profile " + name_or_path + ": sizes and clocks must not be negative");
   d.is_profile = true;
   d.profile = std::filesystem::path(name_or_path).stem().string();
   d.uuid = "profile:" + d.profile;
@@ -219,7 +288,9 @@ std::vector<DeviceLimits> present_devices(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    if (why) *why = std::string("no CUDA GPU: ") + (err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports none");
+    if (why)
+      *why = std::string("no CUDA GPU: ") +
+             (err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports none");
     cudaGetLastError();
     return out;
   }
@@ -233,8 +304,9 @@ std::vector<DeviceLimits> present_devices(std::string* why) {
     d.name = p.name;
     char uuid[64];
     const unsigned char* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
-    std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
-                  u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    std::snprintf(uuid, sizeof uuid,
+                  "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                  u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
     d.uuid = uuid;
     d.cc_major = p.major;
     d.cc_minor = p.minor;

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "tiletune/json_depth.hpp"
 #include "tiletune/library_calls.hpp"
 
 namespace tiletune {
@@ -90,6 +91,28 @@ class Reader {
  private:
   std::string file_;
 };
+
+// A file the family names (its template, its reference kernel): a regular file directly in the family's own
+// folder, not a path out of it, not a link to elsewhere, and of a size a kernel source has.
+std::string read_family_file(const Reader& r, const std::filesystem::path& directory, const std::string& name,
+                             const std::string& field) {
+  if (name.empty() || name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
+      name[0] == '.' || name.find('\0') != std::string::npos)
+    r.fail(field + " '" + name + "' must be a file name in the family's folder");
+  const std::filesystem::path path = directory / name;
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(path, ec);
+  if (ec || !std::filesystem::exists(status)) r.fail(field + ": cannot read " + path.string());
+  if (!std::filesystem::is_regular_file(status))
+    r.fail(field + ": " + path.string() + " is not a regular file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > (16u << 20)) r.fail(field + ": " + path.string() + " is larger than 16 MB");
+  try {
+    return read_text(path);
+  } catch (const FamilyError& e) {
+    r.fail(field + ": " + e.what());
+  }
+}
 
 // Reads "fill": {"uniform": [lo, hi]} | {"range": [lo, hi]} | {"constant": v}.
 Fill parse_fill(const Reader& r, const json& spec, ElementType type, const std::string& where) {
@@ -392,14 +415,7 @@ void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
   ReferenceKernel& k = out.kernel;
   k.directory = f.directory;
   k.file = r.text(ref, "kernel");
-  if (k.file.empty() || k.file.find('/') != std::string::npos || k.file.find('\\') != std::string::npos ||
-      k.file[0] == '.')
-    r.fail("reference.kernel '" + k.file + "' must be a file name in the family's folder");
-  try {
-    k.source = read_text(f.directory / k.file);
-  } catch (const FamilyError& e) {
-    r.fail(std::string("reference.kernel: ") + e.what());
-  }
+  k.source = read_family_file(r, f.directory, k.file, "reference.kernel");
   k.name = r.text(ref, "name", std::filesystem::path(k.file).stem().string(), false);
   if (!is_identifier(k.name)) r.fail("reference.name '" + k.name + "' must be an identifier");
   k.arguments = reference_arguments(r, ref, f);
@@ -514,6 +530,8 @@ void check_names(const Reader& r, const KernelFamily& f) {
 KernelFamily parse_family(const std::filesystem::path& directory, const std::string& description_text) {
   const std::string file = (directory / "family.json").string();
   Reader r(file);
+  if (json_depth(description_text) > kMaxJsonDepth)
+    r.fail("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json doc;
   try {
     doc = json::parse(description_text);
@@ -531,11 +549,7 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   f.description = r.text(doc, "description", "", false);
   f.source_file = r.text(doc, "source");
   f.kernel = r.text(doc, "kernel");
-  try {
-    f.source = read_text(directory / f.source_file);
-  } catch (const FamilyError& e) {
-    r.fail(std::string("source: ") + e.what());
-  }
+  f.source = read_family_file(r, directory, f.source_file, "source");
   parse_problem(r, doc, f);
   parse_parameters(r, doc, f);
   parse_launch(r, doc, f);
@@ -744,7 +758,10 @@ std::string KernelFamily::source_for(const Params& params) const {
 
 KernelFamily load_family(const std::filesystem::path& directory) {
   const auto desc = directory / "family.json";
-  if (!std::filesystem::exists(desc)) throw FamilyError(desc.string() + ": no such file");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(desc, ec)) throw FamilyError(desc.string() + ": no such file");
+  if (std::filesystem::file_size(desc, ec) > (1u << 20))
+    throw FamilyError(desc.string() + ": larger than 1 MB");
   return parse_family(directory, read_text(desc));
 }
 

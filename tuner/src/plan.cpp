@@ -9,24 +9,46 @@ namespace {
 
 std::string kb(long long bytes) {
   std::ostringstream out;
-  if (bytes % 1024 == 0) out << bytes / 1024 << " KB";
-  else out << bytes << " B";
+  if (bytes % 1024 == 0)
+    out << bytes / 1024 << " KB";
+  else
+    out << bytes << " B";
   return out.str();
 }
 
 }  // namespace
 
 std::size_t Plan::count(Outcome outcome) const {
-  return static_cast<std::size_t>(
-      std::count_if(configs.begin(), configs.end(), [&](const PlannedConfig& c) { return c.outcome == outcome; }));
+  return static_cast<std::size_t>(std::count_if(
+      configs.begin(), configs.end(), [&](const PlannedConfig& c) { return c.outcome == outcome; }));
+}
+
+std::optional<std::uint64_t> space_size(const KernelFamily& family) {
+  std::uint64_t n = 1;
+  for (const auto& p : family.parameters)
+    if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(p.values.size()), &n)) return std::nullopt;
+  return n;
 }
 
 std::vector<Params> enumerate_space(const KernelFamily& family) {
+  // Counted before anything is allocated: a space too large to hold is refused in one line.
+  const auto size = space_size(family);
+  if (!size || *size > kMaxSpaceSize) {
+    std::string factors;
+    for (const auto& p : family.parameters)
+      factors += (factors.empty() ? "" : " x ") + std::to_string(p.values.size()) + " " + p.name;
+    throw FamilyError(family.name + ": the space has " +
+                      (size ? std::to_string(*size) : std::string("more than 2^64")) + " configurations (" +
+                      factors + "), more than the " + std::to_string(kMaxSpaceSize) +
+                      " a plan or sweep holds; give its parameters fewer values");
+  }
   std::vector<Params> out;
+  out.reserve(static_cast<std::size_t>(*size));
   std::vector<std::size_t> index(family.parameters.size(), 0);
   for (;;) {
     Params p;
-    for (std::size_t i = 0; i < family.parameters.size(); ++i) p[family.parameters[i].name] = family.parameters[i].values[index[i]];
+    for (std::size_t i = 0; i < family.parameters.size(); ++i)
+      p[family.parameters[i].name] = family.parameters[i].values[index[i]];
     out.push_back(std::move(p));
     std::size_t k = family.parameters.size();
     while (k > 0) {
@@ -39,8 +61,8 @@ std::vector<Params> enumerate_space(const KernelFamily& family) {
   }
 }
 
-PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
-                                   const Params& params) {
+PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,
+                                   const ProblemKey& problem, const Params& params) {
   PlannedConfig c;
   c.params = params;
   auto prune = [&](std::string why) {
@@ -54,8 +76,10 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
   try {
     for (const auto& constraint : family.constraints)
       if (!constraint.expr.eval(vars)) return prune("constraint: " + constraint.message);
-    for (std::size_t i = 0; i < family.launch.block.size(); ++i) c.launch.block[i] = family.launch.block[i].eval(vars);
-    for (std::size_t i = 0; i < family.launch.grid.size(); ++i) c.launch.grid[i] = family.launch.grid[i].eval(vars);
+    for (std::size_t i = 0; i < family.launch.block.size(); ++i)
+      c.launch.block[i] = family.launch.block[i].eval(vars);
+    for (std::size_t i = 0; i < family.launch.grid.size(); ++i)
+      c.launch.grid[i] = family.launch.grid[i].eval(vars);
     c.launch.dynamic_smem = family.launch.dynamic_shared_bytes.eval(vars);
     c.launch.static_smem_estimate = family.launch.static_shared_bytes.eval(vars);
   } catch (const ExprError& e) {
@@ -66,8 +90,8 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
     if (c.launch.block[i] < 1 || c.launch.grid[i] < 1)
       return prune(std::string("launch: block and grid sizes must be positive (") + axis[i] + ")");
     if (c.launch.block[i] > device.max_block_dim[i])
-      return prune(std::string("threads: block ") + axis[i] + " " + std::to_string(c.launch.block[i]) + " > " +
-                   std::to_string(device.max_block_dim[i]));
+      return prune(std::string("threads: block ") + axis[i] + " " + std::to_string(c.launch.block[i]) +
+                   " > " + std::to_string(device.max_block_dim[i]));
     if (c.launch.grid[i] > device.max_grid_dim[i])
       return prune(std::string("grid: ") + axis[i] + " " + std::to_string(c.launch.grid[i]) + " blocks > " +
                    std::to_string(device.max_grid_dim[i]));
@@ -76,16 +100,17 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
     return prune("threads: " + std::to_string(c.launch.threads()) + " per block > " +
                  std::to_string(device.max_threads_per_block));
   if (c.launch.static_smem_estimate > device.shared_per_block)
-    return prune("shared memory: static " + kb(c.launch.static_smem_estimate) + " > " + kb(device.shared_per_block) +
-                 " static limit");
+    return prune("shared memory: static " + kb(c.launch.static_smem_estimate) + " > " +
+                 kb(device.shared_per_block) + " static limit");
   if (c.launch.static_smem_estimate + c.launch.dynamic_smem > device.shared_per_block_optin)
-    return prune("shared memory: " + kb(c.launch.static_smem_estimate + c.launch.dynamic_smem) + " per block > " +
-                 kb(device.shared_per_block_optin) + " opt-in maximum");
+    return prune("shared memory: " + kb(c.launch.static_smem_estimate + c.launch.dynamic_smem) +
+                 " per block > " + kb(device.shared_per_block_optin) + " opt-in maximum");
   return c;
 }
 
 CompileJob compile_job(const KernelFamily& family, const DeviceLimits& device, const Params& params) {
-  return CompileJob{family.source_for(params), family.source_file, family.kernel, device.arch(), family.compile_options};
+  return CompileJob{family.source_for(params), family.source_file, family.kernel, device.arch(),
+                    family.compile_options};
 }
 
 void apply_compile_result(PlannedConfig& c, const CompileResult& result, const DeviceLimits& device) {
@@ -101,8 +126,8 @@ void apply_compile_result(PlannedConfig& c, const CompileResult& result, const D
   const long long threads = c.launch.threads();
   if (static_cast<long long>(k.usage.registers) * threads > device.regs_per_block) {
     c.outcome = Outcome::pruned;
-    c.reason = "registers: " + std::to_string(k.usage.registers) + " x " + std::to_string(threads) + " threads > " +
-               std::to_string(device.regs_per_block) + " per block";
+    c.reason = "registers: " + std::to_string(k.usage.registers) + " x " + std::to_string(threads) +
+               " threads > " + std::to_string(device.regs_per_block) + " per block";
     return;
   }
   if (k.usage.static_smem + c.launch.dynamic_smem > device.shared_per_block_optin) {
@@ -115,7 +140,9 @@ void apply_compile_result(PlannedConfig& c, const CompileResult& result, const D
                                   c.launch.dynamic_smem);
   if (!c.occupancy.error.empty() || c.occupancy.active_blocks == 0) {
     c.outcome = Outcome::pruned;
-    c.reason = "occupancy: " + (c.occupancy.error.empty() ? "no block fits on an SM (" + c.occupancy.limiter + ")" : c.occupancy.error);
+    c.reason =
+        "occupancy: " + (c.occupancy.error.empty() ? "no block fits on an SM (" + c.occupancy.limiter + ")"
+                                                   : c.occupancy.error);
   }
 }
 
@@ -123,7 +150,8 @@ Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const Pro
                const CompileCache& cache, const PlanOptions& options) {
   Plan plan;
   const std::vector<Params> space = options.subset ? *options.subset : enumerate_space(family);
-  for (const auto& params : space) plan.configs.push_back(prune_before_compile(family, device, problem, params));
+  for (const auto& params : space)
+    plan.configs.push_back(prune_before_compile(family, device, problem, params));
   if (!options.compile) return plan;
   std::vector<CompileJob> jobs;
   std::vector<std::size_t> which;
@@ -134,7 +162,8 @@ Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const Pro
     which.push_back(i);
   }
   auto results = compile_all(jobs, cache, options.jobs, options.mode, &plan.compile_stats);
-  for (std::size_t j = 0; j < which.size(); ++j) apply_compile_result(plan.configs[which[j]], results[j], device);
+  for (std::size_t j = 0; j < which.size(); ++j)
+    apply_compile_result(plan.configs[which[j]], results[j], device);
   return plan;
 }
 

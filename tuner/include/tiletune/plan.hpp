@@ -41,12 +41,18 @@ struct Plan {
   std::size_t count(Outcome outcome) const;
 };
 
+// The most configurations a plan or a sweep enumerates; a larger space is refused before it is built.
+inline constexpr std::uint64_t kMaxSpaceSize = 1'000'000;
+// The number of configurations in the family's space; nullopt when it does not fit in 64 bits.
+std::optional<std::uint64_t> space_size(const KernelFamily& family);
 // Every configuration in the family's space (the cartesian product of the parameter values), in order.
+// Throws FamilyError, one line with the space's size, when it has more than kMaxSpaceSize.
 std::vector<Params> enumerate_space(const KernelFamily& family);
 
-// Evaluates launch geometry and applies the constraints and the device limits that are known before compiling.
-PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
-                                   const Params& params);
+// Evaluates launch geometry and applies the constraints and the device limits that are known before
+// compiling.
+PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,
+                                   const ProblemKey& problem, const Params& params);
 
 CompileJob compile_job(const KernelFamily& family, const DeviceLimits& device, const Params& params);
 
