@@ -346,3 +346,21 @@ TEST(Plan, HugeSpacesAreRefusedBeforeTheyAreBuilt) {
   EXPECT_FALSE(space_size(f).has_value());
   EXPECT_THROW(enumerate_space(f), FamilyError);
 }
+
+// A template may hold any bytes (a Latin-1 comment, stray binary): it travels to the compiler processes
+// intact, and a compile log with such bytes is cached and read back, never a crash of the JSON printer.
+TEST(Plan, TemplatesWithAnyBytesCompileInChildProcesses) {
+  test::TempDir dir;
+  const std::string good =
+      "// caf\xe9 \xff\xfe\x01\nextern \"C\" __global__ void k(float* p) { p[0] = 1.0f; }\n";
+  const std::string bad = "extern \"C\" __global__ void k(float* p) { p[0] = 1.0f; }\n#error caf\xe9 \xff\n";
+  const std::vector<CompileJob> jobs = {{good, "good.cu", "k", "sm_90", {}},
+                                        {bad, "bad.cu", "k", "sm_90", {}}};
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass reads both from the cache
+    const auto results = compile_all(jobs, CompileCache(dir.path), 2, ParallelMode::processes);
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_TRUE(std::holds_alternative<CompiledKernel>(results[0])) << pass;
+    ASSERT_TRUE(std::holds_alternative<CompileError>(results[1])) << pass;
+    EXPECT_NE(std::get<CompileError>(results[1]).log.find("#error"), std::string::npos);
+  }
+}

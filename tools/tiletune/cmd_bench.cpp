@@ -17,19 +17,21 @@ int cmd_bench(const std::vector<std::string>& argv) {
   std::string json_path, cache_dir = CompileCache::default_dir().string();
   po::options_description desc("options");
   add_common(desc, c, false, true);
-  desc.add_options()
-      ("json", po::value(&json_path), "write the results as JSON to this file, merged with what it holds")
-      ("cache", po::value(&cache_dir)->default_value(cache_dir), "compile cache folder")
-      ("min-reps", po::value(&m.min_reps)->default_value(m.min_reps), "timed runs at least")
-      ("max-reps", po::value(&m.max_reps)->default_value(m.max_reps), "timed runs at most")
-      ("rep-budget-ms", po::value(&m.budget_ms)->default_value(m.budget_ms), "time budget for each kernel's runs");
-  if (!parse("bench",
-             "Runs the best stored configuration of a family beside its baselines in one process: GEMM against\n"
-             "cuBLAS SGEMM and gemm_naive (gemm_tf32 against cuBLAS with TF32 math and gemm_regtile),\n"
-             "convolutions against the device-to-device copy and their naive kernel.\n"
-             "Ratios are baseline time / our time (above 1: faster than the baseline), with the range from the\n"
-             "quartiles of both.",
-             desc, argv))
+  desc.add_options()("json", po::value(&json_path),
+                     "write the results as JSON to this file, merged with what it holds")(
+      "cache", po::value(&cache_dir)->default_value(cache_dir), "compile cache folder")(
+      "min-reps", po::value(&m.min_reps)->default_value(m.min_reps), "timed runs at least")(
+      "max-reps", po::value(&m.max_reps)->default_value(m.max_reps), "timed runs at most")(
+      "rep-budget-ms", po::value(&m.budget_ms)->default_value(m.budget_ms),
+      "time budget for each kernel's runs");
+  if (!parse(
+          "bench",
+          "Runs the best stored configuration of a family beside its baselines in one process: GEMM against\n"
+          "cuBLAS SGEMM and gemm_naive (gemm_tf32 against cuBLAS with TF32 math and gemm_regtile),\n"
+          "convolutions against the device-to-device copy and their naive kernel.\n"
+          "Ratios are baseline time / our time (above 1: faster than the baseline), with the range from the\n"
+          "quartiles of both.",
+          desc, argv))
     return 0;
   if (c.family.empty()) throw UsageError("bench: give --family");
   const auto fams = families(c);
@@ -43,12 +45,17 @@ int cmd_bench(const std::vector<std::string>& argv) {
   const auto rows = run_bench(fams, family, problem, store, worker, cache, m, std::cerr);
   std::vector<std::vector<std::string>> table;
   for (const auto& r : rows)
-    table.push_back({r.family, problem_text(r.problem), params_to_text(r.config) + (r.config_source == "default" ? " (default)" : ""),
-                     fmt(r.time.median_ms, 4) + " ±" + fmt(100 * r.time.spread, 1) + "%", fmt(r.metric, 1) + " " + r.metric_unit,
-                     r.baseline, fmt(r.baseline_time.median_ms, 4) + " ±" + fmt(100 * r.baseline_time.spread, 1) + "%",
+    table.push_back({r.family, problem_text(r.problem),
+                     params_to_text(r.config) + (r.config_source == "default" ? " (default)" : ""),
+                     fmt(r.time.median_ms, 4) + " ±" + fmt(100 * r.time.spread, 1) + "%",
+                     fmt(r.metric, 1) + " " + r.metric_unit, r.baseline,
+                     fmt(r.baseline_time.median_ms, 4) + " ±" + fmt(100 * r.baseline_time.spread, 1) + "%",
                      fmt(r.ratio, 3) + " [" + fmt(r.ratio_low, 3) + ", " + fmt(r.ratio_high, 3) + "]"});
   std::cout << device.name << "\n";
-  print_table(std::cout, {"family", "problem", "config", "median ms", "metric", "baseline", "baseline ms", "ratio [range]"}, table);
+  print_table(
+      std::cout,
+      {"family", "problem", "config", "median ms", "metric", "baseline", "baseline ms", "ratio [range]"},
+      table);
   if (!json_path.empty()) {
     nlohmann::json doc = bench_json(rows, device);
     std::ifstream in(json_path);
@@ -60,7 +67,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
       }
     }
     std::ofstream out(json_path + ".tmp");
-    out << doc.dump(2) << "\n";
+    out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out.close();
     std::filesystem::rename(json_path + ".tmp", json_path);
     std::cerr << "wrote " << json_path << "\n";

@@ -5,6 +5,7 @@
 #include "cli.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/sweep.hpp"
+#include "tiletune/utf8.hpp"
 #include "tiletune/worker.hpp"
 
 namespace {
@@ -27,7 +28,8 @@ commands:
 int main(int argc, char** argv) {
   using namespace tiletune::cli;
   if (const int child = tiletune::run_child_if_requested(argc, argv); child >= 0) return child;
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+      std::string(argv[1]) == "help") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }
@@ -40,18 +42,20 @@ int main(int argc, char** argv) {
       {"export", cmd_export},   {"import", cmd_import}, {"sweep", cmd_sweep}, {"bench", cmd_bench}};
   const auto it = commands.find(argv[1]);
   if (it == commands.end()) {
-    std::cerr << "tiletune: unknown command '" << argv[1] << "' (see 'tiletune --help')\n";
+    std::cerr << "tiletune: unknown command '" << tiletune::printable(argv[1])
+              << "' (see 'tiletune --help')\n";
     return 2;
   }
   const std::vector<std::string> rest(argv + 2, argv + argc);
   try {
     return it->second(rest);
   } catch (const UsageError& e) {
-    std::cerr << "tiletune: " << e.what() << "\n";
+    std::cerr << "tiletune: " << tiletune::printable(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::string what = e.what();
-    std::cerr << "tiletune " << it->first << ": " << what.substr(0, what.find('\n')) << "\n";
+    std::cerr << "tiletune " << it->first << ": " << tiletune::printable(what.substr(0, what.find('\n')))
+              << "\n";
     return 1;
   }
 }

@@ -229,11 +229,31 @@ void CompileCache::store(const std::string& key, const CompileResult& result) co
   } else {
     meta = {{"ok", false}, {"log", std::get<CompileError>(result).log}};
   }
-  if (!write_atomic(dir_ / (key + ".json"), meta.dump()))
+  if (!write_atomic(dir_ / (key + ".json"), meta.dump(-1, ' ', false, json::error_handler_t::replace)))
     std::cerr << "tiletune: warning: cannot write compile cache entry in " << dir_.string() << "\n";
 }
 
 namespace {
+
+// Sources travel to the compiler processes as hex: a template may hold any bytes, JSON text only UTF-8.
+std::string to_hex(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (const char c : bytes) {
+    out += digits[static_cast<unsigned char>(c) >> 4];
+    out += digits[static_cast<unsigned char>(c) & 15];
+  }
+  return out;
+}
+
+std::string from_hex(std::string_view hex) {
+  auto value = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::string out(hex.size() / 2, '\0');
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<char>(value(hex[2 * i]) * 16 + value(hex[2 * i + 1]));
+  return out;
+}
 
 // Compiler processes are fresh programs (this executable started again with --tiletune-compile), never bare
 // forks: a fork of a process in which NVRTC or CUDA already ran can hang or fail. Each child compiles jobs
@@ -243,7 +263,7 @@ std::vector<int> spawn_compilers(const std::vector<CompileJob>& jobs, const std:
                                  std::filesystem::path* jobs_file) {
   json list = json::array();
   for (std::size_t i : todo)
-    list.push_back({{"source", jobs[i].source},
+    list.push_back({{"source_hex", to_hex(jobs[i].source)},
                     {"file_name", jobs[i].file_name},
                     {"kernel", jobs[i].kernel},
                     {"arch", jobs[i].arch},
@@ -430,7 +450,8 @@ int compile_child_main(const std::string& jobs_file, int index, int workers) {
     for (std::size_t t = static_cast<std::size_t>(index); t < jobs.size();
          t += static_cast<std::size_t>(workers)) {
       const json& j = jobs[t];
-      const CompileJob job{j.at("source"), j.at("file_name"), j.at("kernel"), j.at("arch"), j.at("options")};
+      const CompileJob job{from_hex(j.at("source_hex").get<std::string>()), j.at("file_name"), j.at("kernel"),
+                           j.at("arch"), j.at("options")};
       cache.store(j.at("key").get<std::string>(), compile(job));
     }
   } catch (const std::exception& e) {

@@ -138,7 +138,7 @@ std::string DeviceLimits::to_json() const {
             {"runtime_version", runtime_version},
             {"is_profile", is_profile}};
   if (is_profile) j["profile"] = profile;
-  return j.dump();
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 DeviceRecord DeviceLimits::record() const {

@@ -10,6 +10,7 @@
 
 #include "requests.hpp"
 #include "tiletune/strategy.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune {
 
@@ -224,7 +225,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
              (options.log_every && n % static_cast<std::size_t>(options.log_every) == 0)) {
       if (rec.outcome != Outcome::ok && rec.outcome != Outcome::pruned)
         out << "  " << params_to_text(rec.params) << ": " << to_string(rec.outcome) << ": "
-            << rec.reason.substr(0, rec.reason.find('\n')) << "\n";
+            << printable(rec.reason.substr(0, rec.reason.find('\n'))) << "\n";
       progress(false);
     }
   }

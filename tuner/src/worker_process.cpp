@@ -26,7 +26,8 @@ void WorkerProcess::start() {
   std::cout.flush();
   std::cerr.flush();
   const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("cannot start the measuring worker: ") + std::strerror(errno));
+  if (pid < 0)
+    throw std::runtime_error(std::string("cannot start the measuring worker: ") + std::strerror(errno));
   if (pid == 0) {
     // A fresh program, not a bare fork: CUDA refuses to start in a fork of a process where it (or NVRTC,
     // which may load the driver) already ran.
@@ -74,7 +75,7 @@ void WorkerProcess::stop() {
 WorkerProcess::Reply WorkerProcess::request(const nlohmann::json& message, double timeout_s) {
   if (pid_ <= 0) start();
   Reply reply;
-  const std::string line = message.dump() + "\n";
+  const std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::size_t sent = 0;
   while (sent < line.size()) {
     const ssize_t n = ::write(to_child_, line.data() + sent, line.size() - sent);
@@ -102,7 +103,8 @@ WorkerProcess::Reply WorkerProcess::request(const nlohmann::json& message, doubl
       if (reply.body.value("fatal", false)) reap();  // its context is gone; the next request starts afresh
       return reply;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       reply.status = Reply::Status::timeout;
       ::kill(pid_, SIGKILL);
@@ -136,7 +138,8 @@ int run_child_if_requested(int argc, char** argv) {
     ::signal(SIGINT, SIG_IGN);  // Ctrl-C is the parent's to handle; it stops us
     return worker_main(std::atoi(argv[2]), STDIN_FILENO, STDOUT_FILENO);
   }
-  if (role == "--tiletune-compile" && argc == 5) return compile_child_main(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+  if (role == "--tiletune-compile" && argc == 5)
+    return compile_child_main(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
   return -1;
 }
 
