@@ -252,6 +252,7 @@ Client::~Client() = default;
 std::optional<Client> Client::open(const std::filesystem::path& path, std::string* error) noexcept {
   try {
     auto impl = std::make_unique<Impl>();
+    sql::Db::check_path(path, sql::Db::Access::read_only);
     try {
       schema::check_file_header(path);
     } catch (const StoreError& e) {

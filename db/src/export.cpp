@@ -10,6 +10,7 @@
 
 #include "schema.hpp"
 #include "store_rows.hpp"
+#include "tiletune/json_depth.hpp"
 
 namespace tiletune {
 
@@ -53,7 +54,10 @@ std::string family_description(const sql::Db& db, const std::string& name, const
   return select.step() ? select.column_text(0) : "{}";
 }
 
+// A stored JSON column as an object; text that is not one (or nested too deep to parse safely, which only a
+// hand-edited row can be) exports as {}.
 json parse_object_or_empty(const std::string& text) {
+  if (json_depth(text) > kMaxJsonDepth) return json::object();
   json parsed = json::parse(text, nullptr, false);
   return parsed.is_object() ? parsed : json::object();
 }
@@ -181,7 +185,45 @@ class Fields {
   std::string where_;
 };
 
-ImportedResult read_result(const json& value, const std::string& where, const std::string& started_at) {
+// The values a measurement produces, held to the same rules on import: times positive and finite, counts and
+// ratios non-negative, an ok time from at least one run; a measured sweep's ok results have a time (only
+// ok results with a time are ever a best configuration). A plan's ok results have none.
+void check_values(const ResultRecord& r, const Fields& f, bool measured) {
+  const auto check = [&](const char* key, const std::optional<double>& value, bool positive,
+                         const char* what) {
+    if (value && (!std::isfinite(*value) || *value < 0 || (positive && *value == 0)))
+      Fields::fail(f.at(key), std::string("must be ") + what + ", got " + number_text(*value));
+  };
+  check("median_ms", r.median_ms, true, "a positive, finite time in ms");
+  check("min_ms", r.min_ms, true, "a positive, finite time in ms");
+  check("spread", r.spread, false, "non-negative and finite");
+  check("metric", r.metric, false, "non-negative and finite");
+  check("error", r.error, false, "non-negative and finite");
+  check("sm_clock_mhz", r.sm_clock_mhz, true, "positive and finite");
+  check("occupancy", r.occupancy, false, "between 0 and 1");
+  if (r.occupancy && *r.occupancy > 1)
+    Fields::fail(f.at("occupancy"), "must be between 0 and 1, got " + number_text(*r.occupancy));
+  if (r.median_ms && r.min_ms && *r.min_ms > *r.median_ms)
+    Fields::fail(f.at("min_ms"), "is larger than median_ms (" + number_text(*r.min_ms) + " > " +
+                                     number_text(*r.median_ms) + ")");
+  const std::pair<const char*, const std::optional<int>*> counts[] = {
+      {"registers", &r.registers},         {"static_smem", &r.static_smem},
+      {"dynamic_smem", &r.dynamic_smem},   {"local_bytes", &r.local_bytes},
+      {"spill_bytes", &r.spill_bytes},     {"threads_per_block", &r.threads_per_block},
+      {"active_blocks", &r.active_blocks}, {"active_warps", &r.active_warps}};
+  for (const auto& [key, value] : counts)
+    if (*value && **value < 0)
+      Fields::fail(f.at(key), "must not be negative, got " + std::to_string(**value));
+  if (r.outcome != Outcome::ok) return;
+  if (r.median_ms && r.repetitions < 1)
+    Fields::fail(f.at("repetitions"),
+                 "must be at least 1 for an ok result with a time, got " + std::to_string(r.repetitions));
+  if (measured && !r.median_ms)
+    Fields::fail(f.at("median_ms"), "is missing: an ok result of a measured sweep has a time");
+}
+
+ImportedResult read_result(const json& value, const std::string& where, const std::string& started_at,
+                           bool measured) {
   const Fields f(value, where);
   ImportedResult imported;
   ResultRecord& r = imported.record;
@@ -225,6 +267,7 @@ ImportedResult read_result(const json& value, const std::string& where, const st
   r.occupancy = f.optional_double("occupancy");
   r.sm_clock_mhz = f.optional_double("sm_clock_mhz");
   imported.measured_at = f.string("measured_at", false, started_at);
+  check_values(r, f, measured);
   return imported;
 }
 
@@ -238,9 +281,10 @@ ImportedSweep read_sweep(const json& value, const std::string& where) {
   s.device.name = device.string("name", true);
   s.device.uuid = device.string("uuid", true);
   s.device.arch = device.string("arch", true);
+  (void)device.need("sm_count");
   const std::int64_t sm_count = device.integer("sm_count", 0);
-  if (sm_count < 0 || sm_count > std::numeric_limits<int>::max())
-    Fields::fail(device.at("sm_count"), "is out of range");
+  if (sm_count < 1 || sm_count > std::numeric_limits<int>::max())
+    Fields::fail(device.at("sm_count"), "must be a positive integer, got " + std::to_string(sm_count));
   s.device.sm_count = static_cast<int>(sm_count);
   s.device.is_profile = device.boolean("is_profile");
   s.device.properties_json = device.object_text("properties");
@@ -262,9 +306,14 @@ ImportedSweep read_sweep(const json& value, const std::string& where) {
 
   s.space_hash = f.string("space_hash", false);
   s.kind = f.string("kind", false, "sweep");
+  if (s.kind != "sweep" && s.kind != "plan")
+    Fields::fail(f.at("kind"), "'" + s.kind + "' is not sweep or plan");
   s.strategy = f.string("strategy", false);
   s.status = f.string("status", false, "done");
+  if (s.status != "running" && s.status != "done" && s.status != "interrupted")
+    Fields::fail(f.at("status"), "'" + s.status + "' is not running, done or interrupted");
   s.started_at = f.string("started_at", true);
+  if (s.started_at.empty()) Fields::fail(f.at("started_at"), "is empty");
   if (f.find("ended_at") != nullptr) s.ended_at = f.string("ended_at", false);
   s.tiletune_version = f.string("tiletune_version", false);
   s.git_sha = f.string("git_sha", false);
@@ -274,14 +323,21 @@ ImportedSweep read_sweep(const json& value, const std::string& where) {
   std::set<std::string> seen;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const std::string at = f.at("results") + "[" + std::to_string(i) + "]";
-    s.results.push_back(read_result(results[i], at, s.started_at));
+    s.results.push_back(read_result(results[i], at, s.started_at, s.kind == "sweep"));
     if (!seen.insert(params_to_text(s.results.back().record.params)).second)
       Fields::fail(at, "repeats the params of an earlier result");
   }
   return s;
 }
 
+// An export nests a family description (itself at most kMaxJsonDepth deep) four levels down.
+constexpr std::size_t max_import_depth = kMaxJsonDepth + 8;
+
 std::vector<ImportedSweep> read_document(const std::string& text) {
+  // Deeper documents would make the parser's and printer's recursion overflow the stack.
+  if (const std::size_t depth = json_depth(text); depth > max_import_depth)
+    throw StoreError("import: the document is nested " + std::to_string(depth) + " levels deep (at most " +
+                     std::to_string(max_import_depth) + ")");
   json doc;
   try {
     doc = json::parse(text);
@@ -301,8 +357,13 @@ std::vector<ImportedSweep> read_document(const std::string& text) {
   const json& sweeps = top.need("sweeps");
   if (!sweeps.is_array()) throw StoreError("import: sweeps must be an array");
   std::vector<ImportedSweep> imported;
-  for (std::size_t i = 0; i < sweeps.size(); ++i)
-    imported.push_back(read_sweep(sweeps[i], "sweeps[" + std::to_string(i) + "]"));
+  std::map<std::string, std::size_t> first_of_uid;
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    const std::string where = "sweeps[" + std::to_string(i) + "]";
+    imported.push_back(read_sweep(sweeps[i], where));
+    const auto [it, added] = first_of_uid.emplace(imported.back().uid, i);
+    if (!added) Fields::fail(where + ".uid", "repeats sweeps[" + std::to_string(it->second) + "].uid");
+  }
   return imported;
 }
 
@@ -409,18 +470,28 @@ ImportSummary Store::import_json(const std::string& text) {
   const std::vector<ImportedSweep> sweeps = read_document(text);
   const sql::Db& db = impl_->db;
   ImportSummary summary;
+  // One transaction for the whole file: a failure anywhere leaves the database as it was.
   sql::Transaction transaction(db);
-  std::set<std::string> added;
-  for (const ImportedSweep& s : sweeps) {
-    if (added.count(s.uid) || rows::sweep_uid_exists(db, s.uid)) {
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    const ImportedSweep& s = sweeps[i];
+    if (rows::sweep_uid_exists(db, s.uid)) {
       ++summary.sweeps_skipped;
       continue;
     }
+    const std::string where = "import: sweeps[" + std::to_string(i) + "]";
     rows::SweepRow row;
     row.uid = s.uid;
-    row.device_id = rows::upsert_device(db, s.device, rows::OnConflict::keep);
-    row.family_id =
-        rows::upsert_family(db, s.family, s.template_hash, s.description_json, rows::OnConflict::keep);
+    try {
+      row.device_id = rows::upsert_device(db, s.device, rows::OnConflict::keep);
+    } catch (const StoreError& e) {
+      throw StoreError(where + ".device: " + e.what());
+    }
+    try {
+      row.family_id =
+          rows::upsert_family(db, s.family, s.template_hash, s.description_json, rows::OnConflict::keep);
+    } catch (const StoreError& e) {
+      throw StoreError(where + ".family: " + e.what());
+    }
     row.problem_id = rows::upsert_problem(db, s.problem);
     row.space_hash = s.space_hash;
     row.kind = s.kind;
@@ -430,10 +501,13 @@ ImportSummary Store::import_json(const std::string& text) {
     row.ended_at = s.ended_at;
     row.tiletune_version = s.tiletune_version;
     row.git_sha = s.git_sha;
-    const std::int64_t sweep_id = rows::insert_sweep(db, row);
-    rows::ResultWriter writer(db, row.family_id);
-    for (const ImportedResult& r : s.results) writer.write(sweep_id, r.record, r.measured_at);
-    added.insert(s.uid);
+    try {
+      const std::int64_t sweep_id = rows::insert_sweep(db, row);
+      rows::ResultWriter writer(db, row.family_id);
+      for (const ImportedResult& r : s.results) writer.write(sweep_id, r.record, r.measured_at);
+    } catch (const StoreError& e) {
+      throw StoreError(sql::one_line(where + ": " + e.what()));
+    }
     ++summary.sweeps_added;
     summary.results_added += static_cast<int>(s.results.size());
   }

@@ -3,8 +3,10 @@
 #include <sqlite3.h>
 
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <system_error>
@@ -14,6 +16,54 @@ namespace tiletune::sql {
 namespace {
 
 constexpr int busy_timeout_ms = 5000;
+
+// Reads the schema: the first read of a connection, where SQLite finds out whether it can read the file.
+constexpr const char* probe_sql = "SELECT 1 FROM sqlite_schema LIMIT 1";
+
+bool immutable_forced() {
+  const char* value = std::getenv(immutable_environment);
+  return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+}
+
+// SQLite may be built to read any name that starts with "file:" as a URI (Debian's is); a path never is one.
+std::string plain_name(const std::filesystem::path& path) {
+  std::string name = path.string();
+  if (name.rfind("file:", 0) == 0) name = "./" + name;
+  return name;
+}
+
+// file:/absolute/path?mode=ro&immutable=1, every byte outside the unreserved set percent-encoded.
+std::string immutable_uri(const std::filesystem::path& path) {
+  std::string uri = "file:";
+  for (const char ch : std::filesystem::absolute(path).string()) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) != 0 || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      uri += ch;
+    } else {
+      std::array<char, 4> hex{};
+      std::snprintf(hex.data(), hex.size(), "%%%02X", c);
+      uri += hex.data();
+    }
+  }
+  return uri + "?mode=ro&immutable=1";
+}
+
+std::uintmax_t size_or_zero(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+// Why the main file alone is not the whole database: changes beside it that an immutable read would miss.
+std::optional<std::string> pending_changes(const std::filesystem::path& path) {
+  const std::string wal = path.string() + "-wal", journal = path.string() + "-journal";
+  if (size_or_zero(wal) > 0)
+    return wal + " holds changes not yet in the database, which SQLite reads only with a -shm file it can " +
+           "create beside it (copy the database and its -wal file to a writable directory)";
+  if (size_or_zero(journal) > 0)
+    return journal + " holds an unfinished transaction, which only a writable directory can roll back";
+  return std::nullopt;
+}
 
 std::string printable_prefix(const char* bytes, std::size_t size) {
   std::string out;
@@ -84,33 +134,82 @@ std::optional<FileHeader> read_file_header(const std::filesystem::path& path) {
   return FileHeader{at(60), at(68)};
 }
 
-Db Db::open(const std::filesystem::path& path, Access access) {
+void Db::check_path(const std::filesystem::path& path, Access access) {
+  if (path.empty()) throw StoreError("cannot open database '': no path given");
   const std::string where = "cannot open database " + path.string() + ": ";
+  if (path == ":memory:")
+    throw StoreError(where + "that is SQLite's in-memory database, which keeps nothing; give a file");
   std::error_code ec;
-  if (access == Access::read_only && !std::filesystem::exists(path, ec))
-    throw StoreError(where + "no such file");
-  const auto parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  if (access == Access::read_write_create && !std::filesystem::exists(path, ec)) {
-    if (!std::filesystem::exists(parent, ec))
-      throw StoreError(where + "directory " + parent.string() + " does not exist");
-    if (!std::filesystem::is_directory(parent, ec))
-      throw StoreError(where + parent.string() + " is not a directory");
+  const auto status = std::filesystem::status(path, ec);  // follows links, as SQLite does
+  if (std::filesystem::exists(status)) {
+    if (std::filesystem::is_directory(status)) throw StoreError(where + "it is a directory");
+    // A device or a pipe (/dev/null, a FIFO) would swallow writes or block reads.
+    if (!std::filesystem::is_regular_file(status)) throw StoreError(where + "not a regular file");
+    return;
   }
-  if (auto reason = not_sqlite_reason(path)) throw StoreError(where + *reason);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw StoreError(one_line(where + ec.message()));
+  const auto parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::exists(parent, ec))
+    throw StoreError(where + "directory " + parent.string() + " does not exist");
+  if (!std::filesystem::is_directory(parent, ec))
+    throw StoreError(where + parent.string() + " is not a directory");
+  if (access == Access::read_only) throw StoreError(where + "no such file");
+}
 
-  const int flags =
-      access == Access::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  Db db;
-  db.path_ = path;
-  const int rc = sqlite3_open_v2(path.c_str(), &db.db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string detail = db.db_ != nullptr ? sqlite3_errmsg(db.db_) : sqlite3_errstr(rc);
-    if (rc == SQLITE_CANTOPEN && access == Access::read_write_create)
-      detail += " (is the directory writable?)";
+Db Db::open(const std::filesystem::path& path, Access access) {
+  check_path(path, access);
+  const std::string where = "cannot open database " + path.string() + ": ";
+  if (auto reason = not_sqlite_reason(path)) throw StoreError(where + *reason);
+  if (access == Access::read_only) return open_read_only(path, where);
+  Db db = open_raw(path, plain_name(path), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, where);
+  if (sqlite3_db_readonly(db.db_, "main") == 1) throw StoreError(where + "the file is not writable");
+  if (sqlite3_exec(db.db_, probe_sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    const int code = sqlite3_extended_errcode(db.db_) & 0xff;
+    std::string detail = sqlite3_errmsg(db.db_);
+    if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN)
+      detail = "its directory is not writable, and writing needs the -wal and -shm files beside it (" +
+               detail + "; reading works without them)";
     throw StoreError(one_line(where + detail));
   }
-  if (access == Access::read_write_create && sqlite3_db_readonly(db.db_, "main") == 1)
-    throw StoreError(where + "the file is not writable");
+  return db;
+}
+
+Db Db::open_read_only(const std::filesystem::path& path, const std::string& where) {
+  const std::filesystem::path shm = path.string() + "-shm";
+  if (!immutable_forced()) {
+    Db db = open_raw(path, plain_name(path), SQLITE_OPEN_READONLY, where);
+    // The first read is where a WAL database needs its -shm file.
+    if (sqlite3_exec(db.db_, probe_sql, nullptr, nullptr, nullptr) == SQLITE_OK) return db;
+    const int code = sqlite3_extended_errcode(db.db_) & 0xff;
+    std::string detail = sqlite3_errmsg(db.db_);
+    std::error_code ec;
+    const bool shm_missing = !std::filesystem::exists(shm, ec);
+    if ((code != SQLITE_READONLY && code != SQLITE_CANTOPEN) || !shm_missing) {
+      // An existing -shm means someone may be writing: reading without locks would be unsafe.
+      if (!shm_missing) detail += " (" + shm.string() + " exists but cannot be used)";
+      throw StoreError(one_line(where + detail));
+    }
+  }
+  // Immutable reads see only the main file, so nothing may be waiting beside it.
+  if (auto why = pending_changes(path)) throw StoreError(one_line(where + *why));
+  Db db = open_raw(path, immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, where);
+  db.immutable_ = true;
+  if (sqlite3_exec(db.db_, probe_sql, nullptr, nullptr, nullptr) != SQLITE_OK)
+    throw StoreError(one_line(where + sqlite3_errmsg(db.db_)));
+  return db;
+}
+
+Db Db::open_raw(const std::filesystem::path& path, const std::string& name, int flags,
+                const std::string& where) {
+  Db db;
+  db.path_ = path;
+  const int rc = sqlite3_open_v2(name.c_str(), &db.db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string detail = db.db_ != nullptr ? sqlite3_errmsg(db.db_) : sqlite3_errstr(rc);
+    if (rc == SQLITE_CANTOPEN && (flags & SQLITE_OPEN_CREATE) != 0) detail += " (is the directory writable?)";
+    throw StoreError(one_line(where + detail));
+  }
   TILETUNE_SQLITE_CHECK(db.db_, sqlite3_busy_timeout(db.db_, busy_timeout_ms));
   return db;
 }
@@ -125,13 +224,16 @@ void Db::enable_wal_and_foreign_keys() const {
   exec("PRAGMA foreign_keys=ON");
 }
 
-Db::Db(Db&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) { other.db_ = nullptr; }
+Db::Db(Db&& other) noexcept : db_(other.db_), path_(std::move(other.path_)), immutable_(other.immutable_) {
+  other.db_ = nullptr;
+}
 
 Db& Db::operator=(Db&& other) noexcept {
   if (this != &other) {
     close();
     db_ = other.db_;
     path_ = std::move(other.path_);
+    immutable_ = other.immutable_;
     other.db_ = nullptr;
   }
   return *this;

@@ -53,13 +53,25 @@ struct FileHeader {
 // appears); nullopt when the file is missing, empty or shorter than a header.
 std::optional<FileHeader> read_file_header(const std::filesystem::path& path);
 
+// The environment variable that makes every read-only open immutable (see Db::open).
+inline constexpr const char* immutable_environment = "TILETUNE_DB_IMMUTABLE";
+
 class Db {
  public:
   enum class Access { read_only, read_write_create };
 
+  // Throws StoreError "cannot open database PATH: ..." when the path cannot name a database file to open
+  // this way: empty, ":memory:", a directory or another non-regular file, and for read_only a missing file.
+  // Touches nothing; Store and Client call it before they read the file's header.
+  static void check_path(const std::filesystem::path& path, Access access);
+
   Db() = default;
   // Opens with a 5 s busy timeout. Read-write opens do not change the file yet: the caller checks what it is
   // first and then calls enable_wal_and_foreign_keys(). Throws StoreError "cannot open database PATH: ...".
+  // A read-only open of a WAL database needs its -shm file, which SQLite creates beside it; where it cannot
+  // (a read-only directory or medium) and no -shm, -wal or hot -journal file is there, the file is opened
+  // immutable (SQLite's immutable=1: no locks, no -wal or -shm; valid only while no one writes it). Setting
+  // TILETUNE_DB_IMMUTABLE=1 opens every read-only database that way.
   static Db open(const std::filesystem::path& path, Access access);
 
   Db(Db&& other) noexcept;
@@ -70,6 +82,8 @@ class Db {
 
   sqlite3* get() const noexcept { return db_; }
   const std::filesystem::path& path() const noexcept { return path_; }
+  // True when opened with immutable=1 (see open).
+  bool immutable() const noexcept { return immutable_; }
 
   // Statements without parameters and without rows (DDL, BEGIN, PRAGMA assignments).
   void exec(const char* sql) const;
@@ -81,9 +95,14 @@ class Db {
   void enable_wal_and_foreign_keys() const;
 
  private:
+  static Db open_read_only(const std::filesystem::path& path, const std::string& where);
+  // sqlite3_open_v2 with the busy timeout; `name` is what SQLite gets (a path or a URI).
+  static Db open_raw(const std::filesystem::path& path, const std::string& name, int flags,
+                     const std::string& where);
   void close() noexcept;
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;
+  bool immutable_ = false;
 };
 
 class Stmt {

@@ -30,6 +30,41 @@ void check_problem(const ProblemKey& problem, const std::string& what) {
   }
 }
 
+void check_spec(const SweepSpec& spec, const std::string& what) {
+  if (spec.family.empty()) throw StoreError(what + ": the family name is empty");
+  if (spec.device.uuid.empty()) throw StoreError(what + ": the device uuid is empty");
+  if (spec.device.name.empty()) throw StoreError(what + ": the device name is empty");
+  check_problem(spec.problem, what);
+}
+
+// The device, family, problem and sweep rows of a new sweep, inside the caller's transaction.
+std::int64_t create_sweep_rows(const sql::Db& db, const SweepSpec& spec, const std::string& what) {
+  rows::SweepRow row;
+  try {
+    row.device_id = rows::upsert_device(db, spec.device, rows::OnConflict::update);
+  } catch (const StoreError& e) {
+    throw StoreError(what + ": " + e.what());
+  }
+  row.family_id =
+      rows::upsert_family(db, spec.family, spec.template_hash, spec.family_json, rows::OnConflict::update);
+  row.problem_id = rows::upsert_problem(db, spec.problem);
+  row.uid = rows::new_uid();
+  row.space_hash = spec.space_hash;
+  row.kind = spec.kind;
+  row.strategy = spec.strategy;
+  row.status = "running";
+  row.started_at = sql::utc_now_iso8601();
+  row.tiletune_version = spec.tiletune_version.empty() ? TILETUNE_VERSION : spec.tiletune_version;
+  row.git_sha = spec.git_sha.empty() ? TILETUNE_GIT_SHA : spec.git_sha;
+  return rows::insert_sweep(db, row);
+}
+
+void set_status(const sql::Db& db, std::int64_t sweep_id, const std::string& status) {
+  sql::Stmt update = db.prepare("UPDATE sweeps SET status = ?1, ended_at = ?2 WHERE id = ?3");
+  update.bind(1, status).bind(2, sql::utc_now_iso8601()).bind(3, sweep_id).run();
+  if (db.changes() == 0) throw StoreError("finish_sweep: no sweep with id " + std::to_string(sweep_id));
+}
+
 }  // namespace
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -39,13 +74,15 @@ Store::~Store() = default;
 
 Store Store::open(const std::filesystem::path& path, Mode mode) {
   const bool writable = mode == Mode::read_write;
+  const auto access = writable ? sql::Db::Access::read_write_create : sql::Db::Access::read_only;
+  sql::Db::check_path(path, access);
   try {
     schema::check_file_header(path);
   } catch (const StoreError& e) {
     throw StoreError("cannot open database " + path.string() + ": " + e.what());
   }
   auto impl = std::make_unique<Impl>();
-  impl->db = sql::Db::open(path, writable ? sql::Db::Access::read_write_create : sql::Db::Access::read_only);
+  impl->db = sql::Db::open(path, access);
   try {
     // Check what the file is before anything (WAL included) may write to it.
     const int version = schema::check_known(impl->db);
@@ -65,26 +102,25 @@ Store Store::open(const std::filesystem::path& path, Mode mode) {
 }
 
 std::int64_t Store::begin_sweep(const SweepSpec& spec) {
-  if (spec.family.empty()) throw StoreError("begin_sweep: the family name is empty");
-  if (spec.device.uuid.empty()) throw StoreError("begin_sweep: the device uuid is empty");
-  if (spec.device.name.empty()) throw StoreError("begin_sweep: the device name is empty");
-  check_problem(spec.problem, "begin_sweep");
+  check_spec(spec, "begin_sweep");
   const sql::Db& db = impl_->db;
   sql::Transaction transaction(db);
-  rows::SweepRow row;
-  row.device_id = rows::upsert_device(db, spec.device, rows::OnConflict::update);
-  row.family_id =
-      rows::upsert_family(db, spec.family, spec.template_hash, spec.family_json, rows::OnConflict::update);
-  row.problem_id = rows::upsert_problem(db, spec.problem);
-  row.uid = rows::new_uid();
-  row.space_hash = spec.space_hash;
-  row.kind = spec.kind;
-  row.strategy = spec.strategy;
-  row.status = "running";
-  row.started_at = sql::utc_now_iso8601();
-  row.tiletune_version = spec.tiletune_version.empty() ? TILETUNE_VERSION : spec.tiletune_version;
-  row.git_sha = spec.git_sha.empty() ? TILETUNE_GIT_SHA : spec.git_sha;
-  const std::int64_t id = rows::insert_sweep(db, row);
+  const std::int64_t id = create_sweep_rows(db, spec, "begin_sweep");
+  transaction.commit();
+  return id;
+}
+
+std::int64_t Store::add_sweep(const SweepSpec& spec, const std::vector<ResultRecord>& records,
+                              const std::string& status) {
+  check_spec(spec, "add_sweep");
+  if (status.empty()) throw StoreError("add_sweep: the status is empty");
+  const sql::Db& db = impl_->db;
+  sql::Transaction transaction(db);
+  const std::int64_t id = create_sweep_rows(db, spec, "add_sweep");
+  rows::ResultWriter writer(db, rows::sweep_family_id(db, id));
+  const std::string now = sql::utc_now_iso8601();
+  for (const ResultRecord& record : records) writer.write(id, record, now);
+  set_status(db, id, status);
   transaction.commit();
   return id;
 }
@@ -100,10 +136,7 @@ void Store::add_results(std::int64_t sweep_id, const std::vector<ResultRecord>& 
 
 void Store::finish_sweep(std::int64_t sweep_id, const std::string& status) {
   if (status.empty()) throw StoreError("finish_sweep: the status is empty");
-  sql::Stmt update = impl_->db.prepare("UPDATE sweeps SET status = ?1, ended_at = ?2 WHERE id = ?3");
-  update.bind(1, status).bind(2, sql::utc_now_iso8601()).bind(3, sweep_id).run();
-  if (impl_->db.changes() == 0)
-    throw StoreError("finish_sweep: no sweep with id " + std::to_string(sweep_id));
+  set_status(impl_->db, sweep_id, status);
 }
 
 std::optional<SweepInfo> Store::sweep(std::int64_t sweep_id) const {

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "tiletune/json_depth.hpp"
+
 namespace tiletune::rows {
 
 namespace {
@@ -56,10 +58,82 @@ std::int64_t select_id(sql::Stmt& stmt) {
   return id;
 }
 
+struct StoredDevice {
+  std::int64_t id = 0;
+  DeviceRecord record;
+};
+
+std::optional<StoredDevice> find_device(const sql::Db& db, const std::string& uuid) {
+  sql::Stmt select = db.prepare(
+      "SELECT id, name, uuid, arch, sm_count, is_profile, properties_json FROM devices WHERE uuid = ?1");
+  select.bind(1, uuid);
+  if (!select.step()) return std::nullopt;
+  StoredDevice stored;
+  stored.id = select.column_int64(0);
+  stored.record = {select.column_text(1), select.column_text(2),     select.column_text(3),
+                   select.column_int(4),  select.column_int(5) != 0, select.column_text(6)};
+  return stored;
+}
+
+std::int64_t insert_device(const sql::Db& db, const std::string& uuid, const DeviceRecord& device) {
+  sql::Stmt insert = db.prepare(
+      "INSERT INTO devices (name, uuid, arch, sm_count, is_profile, properties_json) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  insert.bind(1, device.name).bind(2, uuid).bind(3, device.arch).bind(4, device.sm_count);
+  insert.bind(5, device.is_profile ? 1 : 0).bind(6, device.properties_json).run();
+  return db.last_insert_rowid();
+}
+
+bool is_profile(const DeviceRecord& device) {
+  return device.is_profile || device.uuid.rfind("profile:", 0) == 0;
+}
+
+// The same JSON object whatever the order of its keys or its spacing (nlohmann's objects sort their keys).
+std::string canonical_json(const std::string& text) {
+  if (json_depth(text) > kMaxJsonDepth) return text;  // a hand-edited row; never parsed, compared as text
+  const json parsed = json::parse(text, nullptr, false);
+  return parsed.is_discarded() ? text : parsed.dump();
+}
+
+bool same_content(const DeviceRecord& a, const DeviceRecord& b) {
+  return a.name == b.name && a.arch == b.arch && a.sm_count == b.sm_count && is_profile(a) == is_profile(b) &&
+         canonical_json(a.properties_json) == canonical_json(b.properties_json);
+}
+
+std::string describe(const DeviceRecord& device) {
+  return "'" + device.name + "' (" + device.arch + ", " + std::to_string(device.sm_count) + " SMs)";
+}
+
+// FNV-1a (64 bits) of everything a profile states, as 16 hex digits.
+std::string content_hash(const DeviceRecord& device) {
+  const std::string content = device.name + '\0' + device.arch + '\0' + std::to_string(device.sm_count) +
+                              '\0' + canonical_json(device.properties_json);
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const char c : content) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  std::array<char, 17> hex{};
+  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(hash));
+  return hex.data();
+}
+
+// "profile:h100#<hash>"; a uuid that already ends in a hash (exported from another database) is re-based.
+std::string content_uuid(const DeviceRecord& device) {
+  std::string base = device.uuid;
+  const std::size_t mark = base.rfind('#');
+  if (mark != std::string::npos && base.size() - mark == 17 &&
+      base.find_first_not_of("0123456789abcdef", mark + 1) == std::string::npos)
+    base.resize(mark);
+  return base + "#" + content_hash(device);
+}
+
 }  // namespace
 
 std::string checked_json_object(const std::string& text, const std::string& what) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return "{}";
+  if (json_depth(text) > kMaxJsonDepth)
+    throw StoreError(what + " is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json parsed;
   try {
     parsed = json::parse(text);
@@ -71,6 +145,7 @@ std::string checked_json_object(const std::string& text, const std::string& what
 }
 
 std::optional<std::string> default_params_text(const std::string& description_json) {
+  if (json_depth(description_json) > kMaxJsonDepth) return std::nullopt;
   const json doc = json::parse(description_json, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("parameters")) return std::nullopt;
   const auto default_of = [](const json& spec) -> std::optional<std::int64_t> {
@@ -108,22 +183,37 @@ std::optional<std::string> default_params_text(const std::string& description_js
 }
 
 std::int64_t upsert_device(const sql::Db& db, const DeviceRecord& device, OnConflict on_conflict) {
-  const char* sql =
-      on_conflict == OnConflict::update
-          ? "INSERT INTO devices (name, uuid, arch, sm_count, is_profile, properties_json) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uuid) DO UPDATE SET name = excluded.name, "
-            "arch = excluded.arch, sm_count = excluded.sm_count, is_profile = excluded.is_profile, "
-            "properties_json = excluded.properties_json"
-          : "INSERT INTO devices (name, uuid, arch, sm_count, is_profile, properties_json) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uuid) DO NOTHING";
-  sql::Stmt upsert = db.prepare(sql);
-  upsert.bind(1, device.name).bind(2, device.uuid).bind(3, device.arch).bind(4, device.sm_count);
-  upsert.bind(5, device.is_profile ? 1 : 0)
-      .bind(6, checked_json_object(device.properties_json, "device properties"));
-  upsert.run();
-  sql::Stmt select = db.prepare("SELECT id FROM devices WHERE uuid = ?1");
-  select.bind(1, device.uuid);
-  return select_id(select);
+  DeviceRecord incoming = device;
+  incoming.properties_json = checked_json_object(device.properties_json, "device properties");
+  const auto stored = find_device(db, incoming.uuid);
+  if (!stored) return insert_device(db, incoming.uuid, incoming);
+  if (same_content(stored->record, incoming)) return stored->id;
+  const auto refuse = [&](const std::string& stored_as) -> StoreError {
+    return StoreError(sql::one_line(
+        "device " + incoming.uuid + " is stored as " + stored_as + " " + describe(stored->record) + "; " +
+        describe(incoming) +
+        " cannot take over its uuid (the sweeps stored on it would then belong to another device)"));
+  };
+  if (!is_profile(incoming) && !is_profile(stored->record)) {
+    // A GPU's uuid is its hardware's: a new sweep may bring a new driver's name string and properties, but
+    // never another chip. An import keeps what is stored.
+    if (stored->record.arch != incoming.arch || stored->record.sm_count != incoming.sm_count ||
+        (on_conflict == OnConflict::keep && stored->record.name != incoming.name))
+      throw refuse("the GPU");
+    if (on_conflict == OnConflict::keep) return stored->id;
+    sql::Stmt update = db.prepare("UPDATE devices SET name = ?1, properties_json = ?2 WHERE id = ?3");
+    update.bind(1, incoming.name).bind(2, incoming.properties_json).bind(3, stored->id).run();
+    return stored->id;
+  }
+  if (!is_profile(incoming)) throw refuse("the profile");
+  // A profile is what it says, not what it is called: one that differs from the stored profile of the
+  // same name (a custom h100.json) is stored under a uuid of its own, derived from its content.
+  const std::string uuid = content_uuid(incoming);
+  const auto twin = find_device(db, uuid);
+  if (!twin) return insert_device(db, uuid, incoming);
+  if (same_content(twin->record, incoming)) return twin->id;
+  throw StoreError(sql::one_line("device " + uuid + " is stored with other properties than " +
+                                 describe(incoming) + " (a hash collision); refusing to change it"));
 }
 
 std::int64_t upsert_family(const sql::Db& db, const std::string& name, const std::string& template_hash,

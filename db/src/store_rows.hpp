@@ -26,6 +26,10 @@ std::string checked_json_object(const std::string& text, const std::string& what
 // nullopt when the description does not say.
 std::optional<std::string> default_params_text(const std::string& description_json);
 
+// The row of the device by uuid, created if new. A uuid never changes hands: a real GPU's row takes a new
+// driver's name and properties (update) but refuses another architecture or SM count; an import (keep)
+// also refuses another name. A profile that differs from the stored one of its uuid gets a row of its own
+// under "UUID#<hash of its content>". Throws StoreError naming both devices.
 std::int64_t upsert_device(const sql::Db& db, const DeviceRecord& device, OnConflict on_conflict);
 std::int64_t upsert_family(const sql::Db& db, const std::string& name, const std::string& template_hash,
                            const std::string& description_json, OnConflict on_conflict);

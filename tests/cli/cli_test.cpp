@@ -2,8 +2,10 @@
 // nothing already stored changes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
@@ -18,12 +20,14 @@ struct CmdResult {
   std::string out, err;
 };
 
-CmdResult tiletune_cmd(const std::string& args, const TempDir& dir) {
+// `prefix` goes before the binary: environment assignments, or a command that runs it as another user.
+CmdResult tiletune_cmd(const std::string& args, const TempDir& dir, const std::string& prefix = "") {
   const auto bin = tiletune::test::tiletune_binary();
   EXPECT_FALSE(bin.empty()) << "tiletune binary not found";
   const std::string out = (dir.path / "stdout").string(), err = (dir.path / "stderr").string();
-  const std::string cmd = "cd '" + dir.path.string() + "' && TILETUNE_CACHE='" + (dir.path / "cache").string() + "' '" +
-                          bin.string() + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const std::string cmd = "cd '" + dir.path.string() + "' && TILETUNE_CACHE='" +
+                          (dir.path / "cache").string() + "' " + prefix + " '" + bin.string() + "' " + args +
+                          " >'" + out + "' 2>'" + err + "'";
   CmdResult r;
   const int raw = std::system(cmd.c_str());
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -47,7 +51,9 @@ std::string read_bytes(const std::filesystem::path& p) {
 
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
-bool have_gpu(const TempDir& dir) { return tiletune_cmd("devices", dir).out.find("GPUs present") != std::string::npos; }
+bool have_gpu(const TempDir& dir) {
+  return tiletune_cmd("devices", dir).out.find("GPUs present") != std::string::npos;
+}
 
 }  // namespace
 
@@ -63,15 +69,19 @@ TEST(Cli, HelpOnEverySubcommand) {
 
 TEST(Cli, PlanOnTheH100ProfileShowsRunnableAndPruned) {
   TempDir dir;
-  const CmdResult r = tiletune_cmd("plan --family gemm_tiled --size 1000x1000x1000 --device-profile h100 --store", dir);
+  const CmdResult r =
+      tiletune_cmd("plan --family gemm_tiled --size 1000x1000x1000 --device-profile h100 --store", dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("planning for the NVIDIA H100 80GB HBM3 profile"), std::string::npos);
   EXPECT_NE(r.out.find("runnable 127, pruned 602, compile_failed 0"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("576 x pruned: constraint: TILE_K must equal TILE_WIDTH or BLOCK_Y"), std::string::npos);
+  EXPECT_NE(r.out.find("576 x pruned: constraint: TILE_K must equal TILE_WIDTH or BLOCK_Y"),
+            std::string::npos);
   EXPECT_NE(r.out.find("26 x pruned: threads limit"), std::string::npos);
   EXPECT_NE(r.out.find("stored as plan"), std::string::npos);
-  const CmdResult again = tiletune_cmd("plan --family gemm_tiled --size 1000x1000x1000 --device-profile h100", dir);
-  EXPECT_NE(again.out.find("compiled 0 with NVRTC"), std::string::npos) << "a second plan compiles nothing: " << again.out;
+  const CmdResult again =
+      tiletune_cmd("plan --family gemm_tiled --size 1000x1000x1000 --device-profile h100", dir);
+  EXPECT_NE(again.out.find("compiled 0 with NVRTC"), std::string::npos)
+      << "a second plan compiles nothing: " << again.out;
   EXPECT_NE(again.out.find("(127 from cache)"), std::string::npos);
   const CmdResult shown = tiletune_cmd("show --list", dir);
   EXPECT_EQ(shown.status, 0) << shown.err;
@@ -80,7 +90,10 @@ TEST(Cli, PlanOnTheH100ProfileShowsRunnableAndPruned) {
 
 TEST(Cli, BadInputGivesOneLineAndChangesNothing) {
   TempDir dir;
-  ASSERT_EQ(tiletune_cmd("plan --family conv1d_tiled --size 4096 --device-profile h100 --no-compile --store", dir).status, 0);
+  ASSERT_EQ(
+      tiletune_cmd("plan --family conv1d_tiled --size 4096 --device-profile h100 --no-compile --store", dir)
+          .status,
+      0);
   const auto db = dir.path / "tiletune.db";
   const std::string before = tiletune_cmd("export --format csv", dir).out;
   ASSERT_GT(lines(before), 10);
@@ -92,13 +105,17 @@ TEST(Cli, BadInputGivesOneLineAndChangesNothing) {
       {"plan --family gemm_tiled --size -5x10x10 --device-profile h100 --store", "positive"},
       {"plan --family gemm_tiled --size 10x10 --device-profile h100 --store", "3 dimension(s)"},
       {"plan --family gemm_tiled --size 10xAx10 --device-profile h100 --store", "size"},
-      {"plan --family conv1d_tiled --size 1000 --arg mask_width=4 --device-profile h100 --store", "mask_width must be odd"},
-      {"plan --family conv1d_tiled --size 1000 --arg bogus=1 --device-profile h100 --store", "unknown problem argument 'bogus'"},
+      {"plan --family conv1d_tiled --size 1000 --arg mask_width=4 --device-profile h100 --store",
+       "mask_width must be odd"},
+      {"plan --family conv1d_tiled --size 1000 --arg bogus=1 --device-profile h100 --store",
+       "unknown problem argument 'bogus'"},
       {"plan --family gemm_tiled --device-profile h900 --store", "unknown device profile 'h900'"},
       {"plan --family gemm_tiled --templates /no/such/dir --store", "does not exist"},
       {"query --family gemm_tiled --size 100x100x100 --device X --db missing.db", "missing.db"},
       {"import nothing.json", "cannot read nothing.json"},
-      {"plan --family gemm_tiled --size 100x100x100 --device-profile h100 --no-compile --store --db /no/such/dir/t.db", "/no/such/dir/t.db"},
+      {"plan --family gemm_tiled --size 100x100x100 --device-profile h100 --no-compile --store --db "
+       "/no/such/dir/t.db",
+       "/no/such/dir/t.db"},
   };
   for (const auto& c : cases) {
     const CmdResult r = tiletune_cmd(c.args, dir);
@@ -127,8 +144,11 @@ TEST(Cli, CorruptDatabaseIsRefusedAndLeftAlone) {
   std::mt19937 rng(5);
   for (auto& ch : junk) ch = static_cast<char>(rng());
   std::ofstream(db, std::ios::binary) << junk;
-  for (const char* args : {"show --db corrupt.db", "plan --family gemm_tiled --device-profile h100 --no-compile --store --db corrupt.db",
-                           "import x.json --db corrupt.db", "query --family gemm_tiled --size 10x10x10 --device X --db corrupt.db"}) {
+  for (const char* args :
+       {"show --db corrupt.db",
+        "plan --family gemm_tiled --device-profile h100 --no-compile --store --db corrupt.db",
+        "import x.json --db corrupt.db",
+        "query --family gemm_tiled --size 10x10x10 --device X --db corrupt.db"}) {
     std::ofstream(dir.path / "x.json") << "{}";
     const CmdResult r = tiletune_cmd(args, dir);
     EXPECT_NE(r.status, 0) << args;
@@ -140,8 +160,13 @@ TEST(Cli, CorruptDatabaseIsRefusedAndLeftAlone) {
 
 TEST(Cli, QueryFallsBackToFamilyDefaultsAndSaysSo) {
   TempDir dir;
-  ASSERT_EQ(tiletune_cmd("plan --family gemm_tiled --size 64x64x64 --device-profile h100 --no-compile --store", dir).status, 0);
-  const CmdResult r = tiletune_cmd("query --family gemm_tiled --size 1000x1000x1000 --device 'NVIDIA H100 80GB HBM3' --arch sm_90 --json", dir);
+  ASSERT_EQ(
+      tiletune_cmd("plan --family gemm_tiled --size 64x64x64 --device-profile h100 --no-compile --store", dir)
+          .status,
+      0);
+  const CmdResult r = tiletune_cmd(
+      "query --family gemm_tiled --size 1000x1000x1000 --device 'NVIDIA H100 80GB HBM3' --arch sm_90 --json",
+      dir);
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.out.find("\"match\": \"not_found\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"TILE_WIDTH\": 16"), std::string::npos) << r.out;
@@ -150,10 +175,234 @@ TEST(Cli, QueryFallsBackToFamilyDefaultsAndSaysSo) {
 TEST(Cli, GpuCommandsSayThereIsNoGpu) {
   TempDir dir;
   if (have_gpu(dir)) GTEST_SKIP() << "a GPU is present; this checks the message on machines without one";
-  for (const char* args : {"sweep --family gemm_tiled --size 64x64x64", "bench --family gemm_tiled --size 64x64x64", "sweep"}) {
+  for (const char* args :
+       {"sweep --family gemm_tiled --size 64x64x64", "bench --family gemm_tiled --size 64x64x64", "sweep"}) {
     const CmdResult r = tiletune_cmd(args, dir);
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
     EXPECT_NE(r.err.find("no CUDA GPU"), std::string::npos) << args << ": " << r.err;
   }
+}
+
+namespace {
+
+// An export document with one measured gemm_tiled sweep on an H100 at 64^3, its one result taking `median`.
+std::string export_document(const std::string& median,
+                            const std::string& uid = "0123456789abcdef0123456789abcdef") {
+  return R"({"format": "tiletune-export", "schema_version": 1, "sweeps": [{"uid": ")" + uid + R"(",
+    "device": {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-cli-test", "arch": "sm_90", "sm_count": 132},
+    "family": {"name": "gemm_tiled", "template_hash": "cli-test"}, "problem": {"size": "64x64x64"},
+    "kind": "sweep", "status": "done", "started_at": "2025-01-01T00:00:00.000Z",
+    "results": [{"params": {"TILE_WIDTH": 16, "BLOCK_Y": 16, "TILE_K": 16}, "outcome": "ok", "median_ms": )" +
+         median + R"(, "repetitions": 10}]}]})";
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+}  // namespace
+
+// `export -o` once replaced the database with its own export.
+TEST(Cli, ExportNeverWritesOverADatabase) {
+  TempDir dir;
+  ASSERT_EQ(
+      tiletune_cmd("plan --family gemm_tiled --size 64x64x64 --device-profile h100 --no-compile --store", dir)
+          .status,
+      0);
+  const auto db = dir.path / "tiletune.db";
+  std::filesystem::copy_file(db, dir.path / "other.db");
+  std::filesystem::create_symlink("tiletune.db", dir.path / "link.json");
+  std::filesystem::create_directory(dir.path / "folder");
+  const std::string db_bytes = read_bytes(db), other_bytes = read_bytes(dir.path / "other.db");
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"export -o tiletune.db",
+       "--output tiletune.db is the database (--db tiletune.db): refusing to write over it"},
+      {"export --format csv --output ./tiletune.db", "is the database"},
+      {"export -o " + db.string(), "is the database"},
+      {"export -o tiletune.db-wal", "is the database's -wal file"},
+      {"export -o tiletune.db-shm --db ./tiletune.db", "is the database's -shm file"},
+      {"export -o link.json", "is the database"},
+      {"export --format header -o other.db",
+       "--output other.db is an SQLite database: refusing to write over it"},
+      {"export -o folder", "--output folder is a directory"},
+  };
+  for (const auto& c : cases) {
+    const CmdResult r = tiletune_cmd(c.args, dir);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_EQ(lines(r.err), 1) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+  }
+  EXPECT_EQ(read_bytes(db), db_bytes);
+  EXPECT_EQ(read_bytes(dir.path / "other.db"), other_bytes);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path / "link.json"));
+  // A device is written in place, never replaced by a file.
+  EXPECT_EQ(tiletune_cmd("export --format csv -o /dev/null", dir).status, 0);
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  // An ordinary file is replaced whole.
+  write_text(dir.path / "out.csv", "old");
+  ASSERT_EQ(tiletune_cmd("export --format csv -o out.csv", dir).status, 0);
+  EXPECT_EQ(read_bytes(dir.path / "out.csv").rfind("sweep_uid,", 0), 0u);
+}
+
+// `--db ''` once imported into SQLite's temporary database and reported success.
+TEST(Cli, UnusableDatabasePathsAreRefused) {
+  TempDir dir;
+  write_text(dir.path / "good.json", export_document("0.5"));
+  std::filesystem::create_directory(dir.path / "folder");
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"import good.json --db ''", "--db is empty"},
+      {"import good.json --db=", "--db"},
+      {"import good.json --db :memory:", "--db :memory: is SQLite's in-memory database"},
+      {"plan --family gemm_tiled --size 64x64x64 --device-profile h100 --no-compile --store --db ''",
+       "--db is empty"},
+      {"import good.json --db folder", "--db folder is a directory"},
+      {"show --list --db folder", "--db folder is a directory"},
+      {"show --list --db /no/such/dir/t.db",
+       "cannot open database /no/such/dir/t.db: directory /no/such/dir does not exist"},
+      {"export --db missing.db", "cannot open database missing.db: no such file"},
+      {"query --family gemm_tiled --size 64x64x64 --device X --db ''", "--db is empty"},
+      {"import good.json --db /dev/null", "cannot open database /dev/null: not a regular file"},
+      {"export --db /dev/null", "not a regular file"},
+  };
+  for (const auto& c : cases) {
+    const CmdResult r = tiletune_cmd(c.args, dir);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_EQ(lines(r.err), 1) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "missing.db"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db"));
+}
+
+// A profile file named h100.json once overwrote the stored H100 profile, so that every earlier H100 plan
+// belonged to another GPU.
+TEST(Cli, ProfileFileNamedLikeABuiltInKeepsItsOwnDevice) {
+  TempDir dir;
+  ASSERT_EQ(
+      tiletune_cmd("plan --family gemm_tiled --size 64x64x64 --device-profile h100 --no-compile --store", dir)
+          .status,
+      0);
+  write_text(dir.path / "h100.json", R"({"base": "h100", "sm_count": 114})");
+  const CmdResult custom = tiletune_cmd(
+      "plan --family gemm_tiled --size 64x64x64 --device-profile h100.json --no-compile --store", dir);
+  ASSERT_EQ(custom.status, 0) << custom.err;
+  const CmdResult exported = tiletune_cmd("export", dir);
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  const auto doc = nlohmann::json::parse(exported.out);
+  ASSERT_EQ(doc["sweeps"].size(), 2u);
+  EXPECT_EQ(doc["sweeps"][0]["device"]["uuid"], "profile:h100");
+  EXPECT_EQ(doc["sweeps"][0]["device"]["sm_count"], 132);
+  EXPECT_EQ(doc["sweeps"][1]["device"]["uuid"].get<std::string>().rfind("profile:h100#", 0), 0u)
+      << doc["sweeps"][1]["device"];
+  EXPECT_EQ(doc["sweeps"][1]["device"]["sm_count"], 114);
+}
+
+TEST(Cli, InvalidImportNamesTheFieldAndChangesNothing) {
+  TempDir dir;
+  write_text(dir.path / "good.json", export_document("0.5"));
+  ASSERT_EQ(tiletune_cmd("import good.json", dir).status, 0);
+  const std::string before = tiletune_cmd("export --format csv", dir).out;
+  struct Case {
+    std::string document, expect;
+  } cases[] = {
+      {export_document("-1", std::string(32, 'a')),
+       "bad.json: sweeps[0].results[0].median_ms must be a positive, finite time in ms, got -1 (nothing "
+       "imported)"},
+      {export_document("0", std::string(32, 'b')), "sweeps[0].results[0].median_ms must be a positive"},
+      {export_document("1e999", std::string(32, 'c')), "bad.json: not valid JSON"},
+      {export_document("null", std::string(32, 'd')), "sweeps[0].results[0].median_ms is missing"},
+  };
+  for (const auto& c : cases) {
+    write_text(dir.path / "bad.json", c.document);
+    const CmdResult r = tiletune_cmd("import bad.json", dir);
+    EXPECT_NE(r.status, 0) << c.expect;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+  // Nesting deep enough to overflow a recursive parser once crashed the import.
+  std::string deep = export_document("0.5", std::string(32, 'g'));
+  deep.replace(deep.find(R"("template_hash": "cli-test"})"), 27,
+               R"("template_hash": "cli-test", "description": {"x": )" + std::string(300000, '[') +
+                   std::string(300000, ']') + "}}");
+  write_text(dir.path / "bad.json", deep);
+  const CmdResult nested = tiletune_cmd("import bad.json", dir);
+  EXPECT_EQ(nested.status, 1) << nested.err;
+  EXPECT_NE(
+      nested.err.find("bad.json: the document is nested 300005 levels deep (at most 72) (nothing imported)"),
+      std::string::npos)
+      << nested.err;
+  // Two sweeps in one file, the second invalid: neither is stored.
+  std::string two = export_document("0.25", std::string(32, 'e'));
+  const std::string second = export_document("-3", std::string(32, 'f'));
+  two.insert(two.rfind("]}"),
+             ", " + second.substr(second.find("[{") + 1, second.rfind("]}") - second.find("[{") - 1));
+  write_text(dir.path / "bad.json", two);
+  const CmdResult r = tiletune_cmd("import bad.json", dir);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("sweeps[1].results[0].median_ms"), std::string::npos) << r.err;
+  EXPECT_EQ(tiletune_cmd("export --format csv", dir).out, before);
+}
+
+// Read commands on a database in a directory they cannot write: the WAL database (its -wal and -shm files
+// gone with its last writer) is read immutable.
+TEST(Cli, ReadCommandsWorkInAReadOnlyDirectory) {
+  TempDir dir;
+  namespace fs = std::filesystem;
+  fs::permissions(dir.path, fs::perms::group_exec | fs::perms::others_exec, fs::perm_options::add);
+  fs::create_directory(dir.path / "ro");
+  write_text(dir.path / "good.json", export_document("0.5"));
+  ASSERT_EQ(tiletune_cmd("import good.json --db ro/t.db", dir).status, 0);
+  ASSERT_FALSE(fs::exists(dir.path / "ro/t.db-wal"));
+  ASSERT_FALSE(fs::exists(dir.path / "ro/t.db-shm"));
+  fs::permissions(dir.path / "ro/t.db",
+                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir.path / "ro", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                       fs::perms::group_exec | fs::perms::others_read |
+                                       fs::perms::others_exec);
+  const std::string before = read_bytes(dir.path / "ro/t.db");
+  const auto check_reads = [&](const std::string& prefix, bool can_write) {
+    const CmdResult list = tiletune_cmd("show --list --db ro/t.db", dir, prefix);
+    EXPECT_EQ(list.status, 0) << prefix << ": " << list.err;
+    EXPECT_NE(list.out.find("gemm_tiled"), std::string::npos) << list.out;
+    const CmdResult csv = tiletune_cmd("export --format csv --db ro/t.db", dir, prefix);
+    EXPECT_EQ(csv.status, 0) << prefix << ": " << csv.err;
+    EXPECT_NE(csv.out.find("BLOCK_Y=16,TILE_K=16,TILE_WIDTH=16"), std::string::npos) << csv.out;
+    const CmdResult query = tiletune_cmd(
+        "query --family gemm_tiled --size 64x64x64 --device 'NVIDIA H100 80GB HBM3' --db ro/t.db", dir,
+        prefix);
+    EXPECT_EQ(query.status, 0) << prefix << ": " << query.err;
+    EXPECT_NE(query.out.find("exact match"), std::string::npos) << query.out;
+    if (!can_write) {
+      const CmdResult write = tiletune_cmd("import good.json --db ro/t.db", dir, prefix);
+      EXPECT_NE(write.status, 0);
+      EXPECT_EQ(lines(write.err), 1) << write.err;
+      EXPECT_NE(write.err.find("ro/t.db"), std::string::npos) << write.err;
+    }
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir.path / "ro"), fs::directory_iterator()),
+              1);  // no -wal, -shm
+    EXPECT_EQ(read_bytes(dir.path / "ro/t.db"), before);
+  };
+  // Forced immutable: runs everywhere, even as root.
+  check_reads("TILETUNE_DB_IMMUTABLE=1", ::geteuid() == 0);
+  // Without it: as a user who cannot write the directory (root writes through mode 0555, so it runs the
+  // binary as nobody where it can).
+  std::string prefix;
+  if (::geteuid() == 0) {
+    if (std::system("command -v setpriv > /dev/null 2>&1") != 0)
+      GTEST_SKIP() << "root writes through mode 0555, and there is no setpriv to drop privileges";
+    prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+  }
+  if (std::system(
+          ("cd '" + dir.path.string() + "' && " + prefix + " sh -c 'touch ro/probe' 2>/dev/null").c_str()) ==
+      0) {
+    fs::remove(dir.path / "ro/probe");
+    GTEST_SKIP() << "the directory is still writable for the user running the binary";
+  }
+  check_reads(prefix, false);
+  fs::permissions(dir.path / "ro", fs::perms::owner_all, fs::perm_options::add);
 }

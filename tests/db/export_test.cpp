@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -199,6 +200,55 @@ std::vector<BadImport> bad_imports() {
       {"repeated params",
        edit([](json& d) { d["sweeps"][0]["results"].push_back(d["sweeps"][0]["results"][0]); }),
        "repeats the params"},
+      // Values held to what a measurement can produce.
+      {"negative time", edit([](json& d) { d["sweeps"][2]["results"][0]["median_ms"] = -1.0; }),
+       "import: sweeps[2].results[0].median_ms must be a positive, finite time in ms, got -1"},
+      {"zero time", edit([](json& d) { d["sweeps"][0]["results"][1]["median_ms"] = 0; }),
+       "sweeps[0].results[1].median_ms must be a positive, finite time in ms, got 0"},
+      {"negative minimum", edit([](json& d) { d["sweeps"][0]["results"][1]["min_ms"] = -0.5; }),
+       "sweeps[0].results[1].min_ms must be a positive"},
+      {"minimum above median", edit([](json& d) { d["sweeps"][2]["results"][0]["min_ms"] = 8.0; }),
+       "sweeps[2].results[0].min_ms is larger than median_ms (8 > 7.5)"},
+      {"negative spread", edit([](json& d) { d["sweeps"][0]["results"][1]["spread"] = -0.1; }),
+       "sweeps[0].results[1].spread must be non-negative and finite"},
+      {"negative metric", edit([](json& d) { d["sweeps"][0]["results"][1]["metric"] = -3; }),
+       "sweeps[0].results[1].metric must be non-negative"},
+      {"negative error", edit([](json& d) { d["sweeps"][0]["results"][1]["error"] = -1e-7; }),
+       "sweeps[0].results[1].error must be non-negative"},
+      {"zero clock", edit([](json& d) { d["sweeps"][0]["results"][1]["sm_clock_mhz"] = 0; }),
+       "sweeps[0].results[1].sm_clock_mhz must be positive and finite"},
+      {"occupancy above one", edit([](json& d) { d["sweeps"][0]["results"][1]["occupancy"] = 1.5; }),
+       "sweeps[0].results[1].occupancy must be between 0 and 1"},
+      {"negative registers", edit([](json& d) { d["sweeps"][0]["results"][1]["registers"] = -4; }),
+       "sweeps[0].results[1].registers must not be negative, got -4"},
+      {"negative shared memory", edit([](json& d) { d["sweeps"][0]["results"][2]["static_smem"] = -1; }),
+       "sweeps[0].results[2].static_smem must not be negative"},
+      {"ok time from no run", edit([](json& d) { d["sweeps"][2]["results"][0]["repetitions"] = 0; }),
+       "sweeps[2].results[0].repetitions must be at least 1 for an ok result with a time, got 0"},
+      {"negative repetitions", edit([](json& d) { d["sweeps"][0]["results"][3]["repetitions"] = -2; }),
+       "sweeps[0].results[3].repetitions is out of range"},
+      {"measured ok without time", edit([](json& d) { d["sweeps"][2]["results"][0]["median_ms"] = nullptr; }),
+       "sweeps[2].results[0].median_ms is missing: an ok result of a measured sweep has a time"},
+      {"unknown kind", edit([](json& d) { d["sweeps"][1]["kind"] = "guess"; }),
+       "sweeps[1].kind 'guess' is not sweep or plan"},
+      {"unknown status", edit([](json& d) { d["sweeps"][1]["status"] = "fine"; }),
+       "sweeps[1].status 'fine' is not running, done or interrupted"},
+      {"no SMs", edit([](json& d) { d["sweeps"][1]["device"]["sm_count"] = 0; }),
+       "sweeps[1].device.sm_count must be a positive integer, got 0"},
+      {"SM count missing", edit([](json& d) { d["sweeps"][1]["device"].erase("sm_count"); }),
+       "sweeps[1].device.sm_count is missing"},
+      {"repeated uid", edit([](json& d) { d["sweeps"][2]["uid"] = d["sweeps"][0]["uid"]; }),
+       "sweeps[2].uid repeats sweeps[0].uid"},
+      {"no start", edit([](json& d) { d["sweeps"][0]["started_at"] = ""; }), "sweeps[0].started_at is empty"},
+      // Nesting deep enough to overflow a recursive parser or printer.
+      {"deep nesting",
+       [](json doc) {
+         doc["sweeps"][0]["family"]["description"] = {{"x", 0}};
+         std::string text = doc.dump();
+         const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+         return text.replace(text.find(R"({"x":0})"), 7, R"({"x":)" + deep + "}");
+       },
+       "import: the document is nested 100005 levels deep (at most 72)"},
   };
 }
 
@@ -233,6 +283,151 @@ TEST(Export, MalformedImportsThrowAndChangeNothing) {
   EXPECT_EQ(row_counts(target_path), counts_before);
   // The valid document still imports afterwards.
   EXPECT_EQ(target.import_json(valid.dump()).sweeps_added, 3);
+}
+
+// The database refuses the third sweep's rows as it would on a full disk: the whole file is one
+// transaction, so the first two sweeps go too.
+TEST(Export, ImportIsOneTransactionPerFile) {
+  test::TempDir dir;
+  Store source = Store::open(dir / "source.db");
+  fill(source);
+  json doc = json::parse(source.export_json());
+  doc["sweeps"][2]["results"][0]["reason"] = "refuse me";
+  const auto target_path = dir / "target.db";
+  Store target = Store::open(target_path);
+  target.add_results(target.begin_sweep(spec("gemm_tiled", h100, {64, 64, 64})), {ok({{"TILE", 8}}, 0.05)});
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(target_path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TRIGGER refuse BEFORE INSERT ON results WHEN NEW.reason = 'refuse me' "
+                           "BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const auto counts_before = row_counts(target_path);
+  const json dump_before = without_export_time(target.export_json());
+  try {
+    target.import_json(doc.dump());
+    ADD_FAILURE() << "no StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_TRUE(test::one_line(e.what())) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("import: sweeps[2]: ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("simulated write failure"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(row_counts(target_path), counts_before);
+  EXPECT_EQ(without_export_time(target.export_json()), dump_before);
+  EXPECT_TRUE(target.integrity_ok());
+}
+
+// The device in a file may not take over the uuid of a stored device that differs; a profile that differs
+// from the stored one of its uuid comes in under a uuid of its own.
+TEST(Export, ImportNeverTakesOverAStoredDevice) {
+  test::TempDir dir;
+  Store target = Store::open(dir / "target.db");
+  const std::int64_t own = target.begin_sweep(spec("gemm_tiled", h100, {64, 64, 64}));
+  DeviceRecord builtin = test::device("NVIDIA H100 80GB HBM3", "profile:h100", "sm_90");
+  builtin.is_profile = true;
+  const std::int64_t planned = target.add_sweep(spec("gemm_tiled", builtin, {64, 64, 64}), {});
+
+  Store source = Store::open(dir / "source.db");
+  DeviceRecord impostor = test::device("Some Other GPU", h100.uuid, "sm_90");
+  source.add_sweep(spec("gemm_tiled", impostor, {128, 128, 128}), {ok({{"TILE", 8}}, 0.5)});
+  const auto counts_before = row_counts(dir / "target.db");
+  try {
+    target.import_json(source.export_json());
+    ADD_FAILURE() << "no StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_TRUE(test::one_line(e.what())) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "import: sweeps[0].device: device GPU-h100-0001 is stored as the GPU '" + h100.name + "'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(row_counts(dir / "target.db"), counts_before);
+
+  Store other = Store::open(dir / "other.db");
+  DeviceRecord custom = builtin;
+  custom.sm_count = 114;
+  other.add_sweep(spec("gemm_tiled", custom, {64, 64, 64}), {ok({{"TILE", 8}}, 0.5)});
+  EXPECT_EQ(target.import_json(other.export_json()).sweeps_added, 1);
+  EXPECT_EQ(target.sweep(planned)->device.sm_count, 132);
+  EXPECT_EQ(target.sweep(own)->device.name, h100.name);
+  const auto sweeps = target.sweeps();
+  ASSERT_EQ(sweeps.size(), 3u);
+  EXPECT_EQ(sweeps.front().device.sm_count, 114);
+  EXPECT_EQ(sweeps.front().device.uuid.rfind("profile:h100#", 0), 0u) << sweeps.front().device.uuid;
+  // Exported again and imported elsewhere, it keeps that uuid.
+  Store third = Store::open(dir / "third.db");
+  third.import_json(target.export_json());
+  EXPECT_EQ(third.sweeps().front().device.uuid, sweeps.front().device.uuid);
+}
+
+TEST(Export, ImportedFailuresAreNeverTheBest) {
+  test::TempDir dir;
+  Store source = Store::open(dir / "source.db");
+  fill(source);
+  json doc = json::parse(source.export_json());
+  json& wrong = doc["sweeps"][0]["results"][7];
+  ASSERT_EQ(wrong["outcome"], "wrong_result");
+  wrong["median_ms"] = 0.0001;
+  wrong["repetitions"] = 5;
+  Store copy = Store::open(dir / "copy.db");
+  copy.import_json(doc.dump());
+  const ProblemKey problem{{1000, 1000, 1000}, {}};
+  EXPECT_EQ(copy.best("gemm_tiled", h100.name, problem)->record.median_ms, 0.1 + 0.2);
+  EXPECT_EQ(Client::open(dir / "copy.db")->best({"gemm_tiled", h100.name, "sm_90", problem}).median_ms,
+            0.1 + 0.2);
+}
+
+// A hand-edited database whose JSON columns nest deeper than any parser should follow still exports.
+TEST(Export, DeeplyNestedStoredJsonDoesNotCrashExport) {
+  test::TempDir dir;
+  const auto path = dir / "edited.db";
+  {
+    Store store = Store::open(path);
+    fill(store);
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    const std::string sql = "UPDATE families SET description_json = '{\"x\": " + deep +
+                            "}'; UPDATE devices SET properties_json = '{\"x\": " + deep + "}';";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  Store store = Store::open(path);
+  const json doc = json::parse(store.export_json());
+  EXPECT_EQ(doc["sweeps"][0]["family"]["description"], json::object());
+  EXPECT_EQ(doc["sweeps"][0]["device"]["properties"], json::object());
+  // A new sweep on the same device compares its properties with the stored text without parsing it.
+  EXPECT_NO_THROW(store.begin_sweep(spec("gemm_tiled", h100, {8, 8, 8})));
+  SweepSpec deep_family = spec("gemm_tiled", h100, {8, 8, 8});
+  deep_family.template_hash = "other";
+  deep_family.family_json = "{\"x\": " + std::string(100, '[') + std::string(100, ']') + "}";
+  try {
+    store.begin_sweep(deep_family);
+    ADD_FAILURE() << "no StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels"), std::string::npos) << e.what();
+  }
+}
+
+// A stored plan has ok results without a time: they import as they are.
+TEST(Export, PlansImportWithoutTimes) {
+  test::TempDir dir;
+  Store source = Store::open(dir / "source.db");
+  SweepSpec plan = spec("gemm_tiled", h100, {64, 64, 64});
+  plan.kind = "plan";
+  ResultRecord runnable;
+  runnable.params = {{"TILE", 16}};
+  runnable.reason = "planned: runnable, not measured";
+  runnable.registers = 32;
+  source.add_sweep(plan, {runnable});
+  Store copy = Store::open(dir / "copy.db");
+  EXPECT_EQ(copy.import_json(source.export_json()).results_added, 1);
 }
 
 // RFC 4180 reader for the test: quoted fields may hold commas, doubled quotes and line breaks.

@@ -1,6 +1,7 @@
 // What opening does with files that are not (or not yet, or no longer) tiletune databases.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_support.hpp"
@@ -207,6 +208,62 @@ TEST(Open, IntegrityCheckNoticesDamage) {
   EXPECT_FALSE(store.integrity_ok());
 }
 
+// Paths that cannot name a database file: refused before SQLite sees them (an empty path would be SQLite's
+// temporary database, ":memory:" its in-memory one, /dev/null would swallow every write, a FIFO would block
+// the header read forever), and nothing is created.
+TEST(Open, PathsThatNameNoDatabaseFileAreRefused) {
+  test::TempDir dir;
+  std::filesystem::create_directory(dir / "folder");
+  ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+  const auto listing = directory_listing(dir.path());
+  struct Case {
+    std::filesystem::path path;
+    std::string expected;
+  } cases[] = {
+      {"", "cannot open database '': no path given"},
+      {":memory:", "cannot open database :memory:: that is SQLite's in-memory database"},
+      {dir / "folder", "it is a directory"},
+      {"/dev/null", "not a regular file"},
+      {dir / "pipe", "not a regular file"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path.string());
+    for (const std::string& message :
+         {store_open_error(c.path), store_open_error(c.path, Store::Mode::read_only),
+          client_open_error(c.path)}) {
+      EXPECT_TRUE(test::one_line(message)) << message;
+      EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+    }
+  }
+  EXPECT_EQ(directory_listing(dir.path()), listing);
+}
+
+TEST(Open, ReadingUnderAMissingDirectorySaysSo) {
+  test::TempDir dir;
+  const auto path = dir / "no" / "tune.db";
+  for (const std::string& message :
+       {store_open_error(path, Store::Mode::read_only), client_open_error(path)}) {
+    EXPECT_TRUE(test::one_line(message)) << message;
+    EXPECT_NE(message.find("directory " + (dir / "no").string() + " does not exist"), std::string::npos)
+        << message;
+  }
+}
+
+// SQLite (as Debian builds it) reads a name that starts with "file:" as a URI; a path is always a file.
+TEST(Open, PathThatLooksLikeAUriIsAFile) {
+  test::TempDir dir;
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  const std::filesystem::path name = "file:tune.db?mode=memory";
+  {
+    Store store = Store::open(name);
+    store.begin_sweep(test::spec("gemm_tiled", test::h100, {8, 8, 8}));
+  }
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / name.string()));
+  EXPECT_EQ(Store::open(name, Store::Mode::read_only).sweeps().size(), 1u);
+  EXPECT_TRUE(Client::open(name).has_value());
+  std::filesystem::current_path(cwd);
+}
 
 }  // namespace
 }  // namespace tiletune

@@ -274,6 +274,100 @@ TEST_F(StoreTest, DeviceIsUpdatedByUuid) {
   EXPECT_EQ(store.sweep(first)->device.properties_json, renamed.properties_json);
 }
 
+DeviceRecord h100_profile(int sm_count) {
+  DeviceRecord d = test::device("NVIDIA H100 80GB HBM3", "profile:h100", "sm_90");
+  d.is_profile = true;
+  d.sm_count = sm_count;
+  d.properties_json = R"({"profile": "h100", "sm_count": )" + std::to_string(sm_count) + "}";
+  return d;
+}
+
+// A custom profile file named h100.json once overwrote the built-in H100's row, moving every sweep stored on
+// it to another GPU. A profile's identity is its content.
+TEST_F(StoreTest, AProfileOfTheSameNameNeverTakesOverAStoredProfile) {
+  const DeviceRecord builtin = h100_profile(132), custom = h100_profile(114);
+  const std::int64_t first = store.begin_sweep(spec("gemm_tiled", builtin, {64, 64, 64}));
+  const std::int64_t second = store.begin_sweep(spec("gemm_tiled", custom, {64, 64, 64}));
+  const auto a = store.sweep(first)->device, b = store.sweep(second)->device;
+  EXPECT_EQ(a.uuid, "profile:h100");
+  EXPECT_EQ(a.sm_count, 132);
+  EXPECT_EQ(a.properties_json, builtin.properties_json);
+  EXPECT_TRUE(std::regex_match(b.uuid, std::regex("profile:h100#[0-9a-f]{16}"))) << b.uuid;
+  EXPECT_EQ(b.sm_count, 114);
+  EXPECT_EQ(b.properties_json, custom.properties_json);
+  // Each comes back to its own row; the same properties written another way are the same profile.
+  DeviceRecord respaced = builtin;
+  respaced.properties_json = R"({ "sm_count": 132,  "profile": "h100" })";
+  EXPECT_EQ(store.sweep(store.begin_sweep(spec("gemm_tiled", respaced, {64, 64, 64})))->device.uuid, a.uuid);
+  EXPECT_EQ(store.sweep(store.begin_sweep(spec("gemm_tiled", custom, {64, 64, 64})))->device.uuid, b.uuid);
+  EXPECT_EQ(store.sweep(first)->device.sm_count, 132);
+}
+
+TEST_F(StoreTest, AGpuUuidNeverChangesChip) {
+  const std::int64_t first = store.begin_sweep(spec("gemm_tiled", h100, {64, 64, 64}));
+  DeviceRecord other_chip = test::device("NVIDIA A100-SXM4-80GB", h100.uuid, "sm_80");
+  other_chip.sm_count = 108;
+  try {
+    store.begin_sweep(spec("gemm_tiled", other_chip, {64, 64, 64}));
+    ADD_FAILURE() << "no StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_TRUE(test::one_line(e.what())) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device " + h100.uuid + " is stored as the GPU '" + h100.name +
+                                         "' (sm_90, 132 SMs); 'NVIDIA A100-SXM4-80GB' (sm_80, 108 SMs) "
+                                         "cannot take over its uuid"),
+              std::string::npos)
+        << e.what();
+  }
+  // A profile that names a GPU's uuid gets a row of its own.
+  DeviceRecord profile = h100;
+  profile.is_profile = true;
+  const std::int64_t planned = store.begin_sweep(spec("gemm_tiled", profile, {64, 64, 64}));
+  EXPECT_NE(store.sweep(planned)->device.uuid, h100.uuid);
+  EXPECT_TRUE(store.sweep(planned)->device.is_profile);
+  EXPECT_EQ(store.sweep(first)->device.uuid, h100.uuid);
+  EXPECT_FALSE(store.sweep(first)->device.is_profile);
+  EXPECT_EQ(store.sweep(first)->device.arch, "sm_90");
+  EXPECT_EQ(store.sweeps().size(), 2u);
+}
+
+TEST_F(StoreTest, AGpuNeverTakesOverAProfileUuid) {
+  DeviceRecord profile = test::device("Lab GPU", "GPU-lab", "sm_89");
+  profile.is_profile = true;
+  const std::int64_t planned = store.begin_sweep(spec("gemm_tiled", profile, {64, 64, 64}));
+  DeviceRecord gpu = profile;
+  gpu.is_profile = false;
+  gpu.properties_json = R"({"driver_version": 13000})";
+  try {
+    store.begin_sweep(spec("gemm_tiled", gpu, {64, 64, 64}));
+    ADD_FAILURE() << "no StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("is stored as the profile 'Lab GPU'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(store.sweep(planned)->device.is_profile);
+  EXPECT_EQ(store.sweeps().size(), 1u);
+}
+
+// A plan is stored whole or not at all.
+TEST_F(StoreTest, AddSweepIsAllOrNothing) {
+  const SweepSpec s = spec("gemm_tiled", h100, {1000, 1000, 1000});
+  const std::int64_t id = store.add_sweep(s, {ok({{"TILE", 16}}, 2.0), ok({{"TILE", 32}}, 1.0)});
+  EXPECT_EQ(store.sweep(id)->status, "done");
+  EXPECT_FALSE(store.sweep(id)->ended_at.empty());
+  EXPECT_EQ(store.results(id).size(), 2u);
+  try {
+    store.add_sweep(s, {ok({{"TILE", 8}}, 3.0), ok({{"9bad", 1}}, 0.5)}, "done");
+    ADD_FAILURE() << "no StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_TRUE(test::one_line(e.what())) << e.what();
+    EXPECT_NE(std::string(e.what()).find("9bad"), std::string::npos) << e.what();
+  }
+  DeviceRecord other_chip = test::device("NVIDIA A100-SXM4-80GB", h100.uuid, "sm_80");
+  EXPECT_THROW(store.add_sweep(spec("conv1d", other_chip, {4096}), {ok({{"TILE", 8}}, 3.0)}), StoreError);
+  ASSERT_EQ(store.sweeps().size(), 1u);  // no half-made sweep, and no new family or problem row used
+  EXPECT_EQ(store.sweeps().front().id, id);
+}
+
 TEST_F(StoreTest, DataSurvivesReopening) {
   const SweepSpec s = spec("gemm_tiled", h100, {1000, 1000, 1000});
   const std::int64_t id = store.begin_sweep(s);

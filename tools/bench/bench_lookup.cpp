@@ -1,6 +1,8 @@
 // How long an application waits for its configuration: tiletune::Client lookups on a realistic database
-// (5 families x 3 devices x 20 problem sizes x 50 configurations = 15,000 results).
+// (5 families x 3 devices x 20 problem sizes x 50 configurations = 15,000 results), in a writable directory
+// and in a read-only one (opened immutable).
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -33,13 +35,41 @@ std::string family_name(int f) { return f == 0 ? "gemm_tiled" : "family_" + std:
 tiletune::ProblemKey cube(std::int64_t n) { return {{n, n, n}, {}}; }
 std::int64_t tuned_size(int i) { return 256 * (i + 1); }
 
-// The database lives in a temporary directory for the whole run.
+// The database lives in a temporary directory for the whole run, with a copy in a read-only subdirectory.
 class BenchDatabase {
  public:
   BenchDatabase() {
     dir_ = std::filesystem::temp_directory_path() / ("tiletune-bench-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     path_ = dir_ / "bench.db";
+    fill();
+    // The store is closed: its -wal and -shm files are gone, and the copy is a WAL database on its own.
+    const auto read_only_dir = dir_ / "read-only";
+    std::filesystem::create_directory(read_only_dir);
+    read_only_path_ = read_only_dir / "bench.db";
+    std::filesystem::copy_file(path_, read_only_path_);
+    std::filesystem::permissions(read_only_dir,
+                                 std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    const std::string probe = (read_only_dir / "probe").string();
+    const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    read_only_is_writable_ = fd >= 0;
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(probe.c_str());
+    }
+  }
+  ~BenchDatabase() {
+    std::error_code ec;
+    std::filesystem::permissions(dir_ / "read-only", std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(dir_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& read_only_path() const { return read_only_path_; }
+  // Root writes through mode 0500: then the benchmarks force the immutable open that the directory would.
+  bool read_only_is_writable() const { return read_only_is_writable_; }
+
+ private:
+  void fill() {
     tiletune::Store store = tiletune::Store::open(path_);
     std::mt19937 random(42);
     std::uniform_real_distribution<double> time_ms(0.05, 50.0);
@@ -75,14 +105,9 @@ class BenchDatabase {
       }
     }
   }
-  ~BenchDatabase() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
 
- private:
-  std::filesystem::path dir_, path_;
+  std::filesystem::path dir_, path_, read_only_path_;
+  bool read_only_is_writable_ = false;
 };
 
 const BenchDatabase& database() {
@@ -90,9 +115,9 @@ const BenchDatabase& database() {
   return db;
 }
 
-Client open_client() {
+Client open_client(const std::filesystem::path& path = database().path()) {
   std::string error;
-  auto client = Client::open(database().path(), &error);
+  auto client = Client::open(path, &error);
   if (!client) {
     std::fprintf(stderr, "bench_lookup: %s\n", error.c_str());
     std::exit(1);
@@ -127,13 +152,16 @@ void BM_NearestSizeRepeated(benchmark::State& state) {
 }
 BENCHMARK(BM_NearestSizeRepeated);
 
-void BM_NotFoundRepeated(benchmark::State& state) { run_repeated(state, not_found_query, tiletune::Match::not_found); }
+void BM_NotFoundRepeated(benchmark::State& state) {
+  run_repeated(state, not_found_query, tiletune::Match::not_found);
+}
 BENCHMARK(BM_NotFoundRepeated);
 
 // Every question new to the client, so each one runs its SQL. The exact query varies only its arch, which an
 // exact match ignores; the others vary the size.
-void run_uncached(benchmark::State& state, Query query, tiletune::Match match, bool vary_size) {
-  const Client client = open_client();
+void run_uncached(benchmark::State& state, Query query, tiletune::Match match, bool vary_size,
+                  const std::filesystem::path& path = database().path()) {
+  const Client client = open_client(path);
   const std::string arch = query.arch;
   std::int64_t i = 0;
   tiletune::Lookup lookup;
@@ -192,6 +220,46 @@ void BM_OpenAndFirstQuery(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_OpenAndFirstQuery);
+
+// The copy in the read-only directory: the client opens it immutable (no locks, no -shm), as it would on
+// read-only media. The label says whether the directory refused writes or the open was forced (as root).
+class ReadOnlyCopy {
+ public:
+  explicit ReadOnlyCopy(benchmark::State& state) {
+    if (database().read_only_is_writable()) {
+      ::setenv("TILETUNE_DB_IMMUTABLE", "1", 1);
+      state.SetLabel("immutable, forced (this user writes through mode 0500)");
+    } else {
+      state.SetLabel("immutable, read-only directory");
+    }
+  }
+  ReadOnlyCopy(const ReadOnlyCopy&) = delete;
+  ReadOnlyCopy& operator=(const ReadOnlyCopy&) = delete;
+  ~ReadOnlyCopy() { ::unsetenv("TILETUNE_DB_IMMUTABLE"); }
+  const std::filesystem::path& path() const { return database().read_only_path(); }
+};
+
+void BM_ReadOnlyDirectoryOpenAndFirstQuery(benchmark::State& state) {
+  const ReadOnlyCopy copy(state);
+  for (auto _ : state) {
+    const Client client = open_client(copy.path());
+    auto lookup = client.best(exact_query);
+    benchmark::DoNotOptimize(lookup);
+  }
+}
+BENCHMARK(BM_ReadOnlyDirectoryOpenAndFirstQuery);
+
+void BM_ReadOnlyDirectoryExactUncached(benchmark::State& state) {
+  const ReadOnlyCopy copy(state);
+  run_uncached(state, exact_query, tiletune::Match::exact, false, copy.path());
+}
+BENCHMARK(BM_ReadOnlyDirectoryExactUncached);
+
+void BM_ReadOnlyDirectoryNearestSizeUncached(benchmark::State& state) {
+  const ReadOnlyCopy copy(state);
+  run_uncached(state, nearest_query, tiletune::Match::nearest_size, true, copy.path());
+}
+BENCHMARK(BM_ReadOnlyDirectoryNearestSizeUncached);
 
 }  // namespace
 

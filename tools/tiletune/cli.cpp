@@ -1,18 +1,71 @@
 #include "cli.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
+#include "tiletune/utf8.hpp"
+
 namespace tiletune::cli {
 
+namespace {
+
+void check_db_option(const std::string& db) {
+  if (db.empty()) throw po::error("--db is empty: give a database file");
+  if (db == ":memory:")
+    throw po::error("--db :memory: is SQLite's in-memory database, which keeps nothing: give a file");
+  std::error_code ec;
+  if (std::filesystem::is_directory(db, ec))
+    throw po::error("--db " + db + " is a directory: give a database file");
+}
+
+bool starts_with_sqlite_header(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 16> head{};
+  return in.read(head.data(), head.size()) &&
+         std::string_view(head.data(), head.size()) == std::string_view("SQLite format 3\0", 16);
+}
+
+// Writes all of `text`; 0, or the errno of the failure.
+int write_all(int fd, const std::string& text) {
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    written += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// Absolute, with links and dot segments resolved as far as the path exists.
+std::filesystem::path resolved(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(path, ec);
+  if (ec) return path.lexically_normal();
+  auto canonical = std::filesystem::weakly_canonical(absolute, ec);
+  return ec ? absolute.lexically_normal() : canonical;
+}
+
+}  // namespace
+
 void add_common(po::options_description& desc, Common& c, bool with_profile, bool with_gpu) {
-  desc.add_options()
-      ("family,f", po::value(&c.family), "kernel family (see 'tiletune plan --help' for the built-in ones)")
-      ("size,s", po::value(&c.size), "problem size: MxNxK for GEMM, n for conv1d, HxW for conv2d (2^28 allowed)")
-      ("arg,a", po::value(&c.args)->composing(), "problem argument NAME=VALUE, e.g. mask_width=5 (repeatable)")
-      ("db", po::value(&c.db)->default_value(c.db), "SQLite database")
-      ("templates", po::value(&c.templates)->composing(), "extra folder of kernel families (repeatable)");
+  desc.add_options()("family,f", po::value(&c.family),
+                     "kernel family (see 'tiletune plan --help' for the built-in ones)")(
+      "size,s", po::value(&c.size),
+      "problem size: MxNxK for GEMM, n for conv1d, HxW for conv2d (2^28 allowed)")(
+      "arg,a", po::value(&c.args)->composing(),
+      "problem argument NAME=VALUE, e.g. mask_width=5 (repeatable)")(
+      "db", po::value(&c.db)->default_value(c.db)->notifier(check_db_option), "SQLite database")(
+      "templates", po::value(&c.templates)->composing(), "extra folder of kernel families (repeatable)");
   if (with_profile)
     desc.add_options()("device-profile", po::value(&c.device_profile),
                        "plan for a built-in profile (h100, h200, a100, l40s, rtx4090) or a JSON file");
@@ -36,6 +89,65 @@ bool parse(const std::string& command, const std::string& synopsis, po::options_
     throw UsageError(command + ": " + e.what() + " (see 'tiletune " + command + " --help')");
   }
   return true;
+}
+
+void check_output_path(const std::string& output, const std::string& option, const std::string& db) {
+  namespace fs = std::filesystem;
+  const auto refuse = [&](const std::string& why) {
+    throw UsageError(option + " " + output + " " + why + ": refusing to write over it");
+  };
+  std::error_code ec;
+  if (output.empty()) throw UsageError(option + " is empty: give a file name");
+  if (fs::is_directory(output, ec)) throw UsageError(option + " " + output + " is a directory");
+  const fs::path target = resolved(output);
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const fs::path file = db + suffix;
+    if (target == resolved(file) || fs::equivalent(output, file, ec) ||
+        target == fs::path(resolved(db).string() + suffix))
+      refuse(*suffix == '\0' ? "is the database (--db " + db + ")"
+                             : "is the database's " + std::string(suffix) + " file (--db " + db + ")");
+  }
+  // Only a regular file has a header to read: opening a FIFO to read would wait for a writer.
+  if (fs::is_regular_file(output, ec) && starts_with_sqlite_header(output)) refuse("is an SQLite database");
+}
+
+void write_file_replacing(const std::filesystem::path& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const auto fail = [&](int error) {
+    return std::runtime_error("cannot write " + path.string() + ": " + std::strerror(error));
+  };
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    // A device or a pipe (/dev/stdout, a FIFO) is written in place: renaming over it would replace it.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) throw fail(errno);
+    const int error = write_all(fd, text);
+    if (::close(fd) != 0 || error != 0) throw fail(error != 0 ? error : EIO);
+    return;
+  }
+  // Through a link, the file it points to is replaced and the link kept.
+  const fs::path target = fs::is_symlink(path, ec) ? resolved(path) : path;
+  std::string temp = target.string() + ".XXXXXX";
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) throw fail(errno);
+  // mkstemp makes the file private; give it the mode of the file it replaces, or of a new file.
+  struct stat existing {};
+  mode_t mode = 0;
+  if (::stat(target.c_str(), &existing) == 0) {
+    mode = existing.st_mode & 07777;
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  int error = ::fchmod(fd, mode) == 0 ? write_all(fd, text) : errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && ::rename(temp.c_str(), target.c_str()) != 0) error = errno;
+  if (error != 0) {
+    ::unlink(temp.c_str());
+    throw fail(error);
+  }
 }
 
 std::vector<KernelFamily> families(const Common& c) {
@@ -89,7 +201,9 @@ ProblemKey problem_for(const KernelFamily& family, const Common& c) {
   return family.make_problem(parse_size(size), parse_args(c.args));
 }
 
-std::string problem_text(const ProblemKey& p) { return p.size_text() + (p.args.empty() ? "" : " " + p.args_text()); }
+std::string problem_text(const ProblemKey& p) {
+  return p.size_text() + (p.args.empty() ? "" : " " + p.args_text());
+}
 
 DeviceLimits device_for_plan(const Common& c, std::string* note) {
   if (!c.device_profile.empty()) {
@@ -105,14 +219,22 @@ DeviceLimits device_for_plan(const Common& c, std::string* note) {
       return d;
     }
   DeviceLimits d = load_profile("h100");
-  *note = (why.empty() ? "GPU " + std::to_string(c.gpu) + " not found" : why) + "; planning for the " + d.name + " profile";
+  *note = (why.empty() ? "GPU " + std::to_string(c.gpu) + " not found" : why) + "; planning for the " +
+          d.name + " profile";
   return d;
 }
 
-void print_table(std::ostream& out, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+void print_table(std::ostream& out, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows) {
+  // Cells come from stored text (reasons, names): printed with control characters escaped.
+  std::vector<std::vector<std::string>> safe;
+  for (const auto& r : rows) {
+    safe.emplace_back();
+    for (const auto& cell : r) safe.back().push_back(printable(cell));
+  }
   std::vector<std::size_t> width(header.size());
   for (std::size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
-  for (const auto& r : rows)
+  for (const auto& r : safe)
     for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
   auto line = [&](const std::vector<std::string>& r) {
     std::string s;
@@ -127,7 +249,7 @@ void print_table(std::ostream& out, const std::vector<std::string>& header, cons
   std::vector<std::string> rule;
   for (auto w : width) rule.push_back(std::string(w, '-'));
   line(rule);
-  for (const auto& r : rows) line(r);
+  for (const auto& r : safe) line(r);
 }
 
 std::string fmt(double value, int precision) {
@@ -136,6 +258,8 @@ std::string fmt(double value, int precision) {
   return out.str();
 }
 
-std::string fmt(const std::optional<double>& value, int precision) { return value ? fmt(*value, precision) : "-"; }
+std::string fmt(const std::optional<double>& value, int precision) {
+  return value ? fmt(*value, precision) : "-";
+}
 
 }  // namespace tiletune::cli

@@ -30,8 +30,18 @@ struct Common {
   int gpu = 0;
 };
 
-// Adds --family --size --arg --db --templates (and optionally --device-profile, --gpu).
+// Adds --family --size --arg --db --templates (and optionally --device-profile, --gpu). --db refuses an empty
+// path, ":memory:" and a directory.
 void add_common(po::options_description& desc, Common& c, bool with_profile, bool with_gpu);
+
+// Throws UsageError when writing `output` (named by `option`, e.g. "--output") would write over the
+// database `db` (the file itself, through a link, or its -wal, -shm or -journal file), over any other SQLite
+// database, or over a directory.
+void check_output_path(const std::string& output, const std::string& option, const std::string& db);
+// Writes `text` to a temporary file beside `path` and renames it over `path` once complete, so that a
+// failure leaves `path` as it was; through a link, over the file it points to. A device or pipe
+// (/dev/stdout) is written in place.
+void write_file_replacing(const std::filesystem::path& path, const std::string& text);
 
 // Parses the subcommand's options; prints help and returns false on --help.
 bool parse(const std::string& command, const std::string& synopsis, po::options_description& desc,
@@ -49,7 +59,8 @@ std::string problem_text(const ProblemKey& p);
 DeviceLimits device_for_plan(const Common& c, std::string* note);
 
 // Fixed-width table with a header row.
-void print_table(std::ostream& out, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+void print_table(std::ostream& out, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows);
 std::string fmt(double value, int precision);
 std::string fmt(const std::optional<double>& value, int precision);
 

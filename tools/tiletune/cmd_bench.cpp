@@ -26,14 +26,15 @@ int cmd_bench(const std::vector<std::string>& argv) {
       "time budget for each kernel's runs");
   if (!parse(
           "bench",
-          "Runs the best stored configuration of a family beside its baselines in one process: GEMM against\n"
-          "cuBLAS SGEMM and gemm_naive (gemm_tf32 against cuBLAS with TF32 math and gemm_regtile),\n"
-          "convolutions against the device-to-device copy and their naive kernel.\n"
+          "Runs the best stored configuration of a family beside the baselines its family.json declares, in\n"
+          "one process: library calls (cuBLAS, the device-to-device copy) on the family's own buffers, and\n"
+          "other families (their best stored configuration, else their default).\n"
           "Ratios are baseline time / our time (above 1: faster than the baseline), with the range from the\n"
           "quartiles of both.",
           desc, argv))
     return 0;
   if (c.family.empty()) throw UsageError("bench: give --family");
+  if (!json_path.empty()) check_output_path(json_path, "bench: --json", c.db);
   const auto fams = families(c);
   const KernelFamily& family = find_family(fams, c.family);
   const ProblemKey problem = problem_for(family, c);
@@ -66,10 +67,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
         throw std::runtime_error(json_path + " exists but is not a bench JSON file; not overwriting it");
       }
     }
-    std::ofstream out(json_path + ".tmp");
-    out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    out.close();
-    std::filesystem::rename(json_path + ".tmp", json_path);
+    write_file_replacing(json_path, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     std::cerr << "wrote " << json_path << "\n";
   }
   return 0;

@@ -131,14 +131,13 @@ int cmd_plan(const std::vector<std::string>& argv) {
   if (vm.count("store")) {
     Store store = Store::open(c.db);
     const SweepSpec spec = sweep_spec(family, device, problem, "plan", "plan");
-    const auto id = store.begin_sweep(spec);
     std::vector<ResultRecord> records;
     for (const auto& p : plan.configs) {
       records.push_back(to_record(p));
       if (p.outcome == Outcome::ok) records.back().reason = "planned: runnable, not measured";
     }
-    store.add_results(id, records);
-    store.finish_sweep(id, "done");
+    // One transaction: a failure leaves no half-made plan behind.
+    const auto id = store.add_sweep(spec, records, "done");
     std::cout << "stored as plan " << id << " in " << c.db << "\n";
   }
   return 0;

@@ -43,7 +43,9 @@ struct Lookup {
 
 class Client {
  public:
-  // Read-only. Returns nullopt and sets *error (one line) when the file is missing or not a tiletune database.
+  // Read-only (SQLITE_OPEN_READONLY); where the directory cannot take the WAL index file (read-only media),
+  // immutable (see README, "Read-only databases"; TILETUNE_DB_IMMUTABLE=1 forces it). Returns nullopt and
+  // sets *error (one line) when the path names no database file or the file is not a tiletune database.
   static std::optional<Client> open(const std::filesystem::path& path, std::string* error = nullptr) noexcept;
 
   Client(Client&&) noexcept;

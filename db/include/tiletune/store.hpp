@@ -17,10 +17,10 @@ namespace tiletune {
 // What a sweep (or a stored plan) was run against. begin_sweep creates the device, family and problem
 // rows as needed.
 struct SweepSpec {
-  std::string family;          // family name
-  std::string template_hash;   // hash of the template source + description
-  std::string family_json;     // the family description as loaded (so defaults survive without the files)
-  std::string space_hash;      // hash of the parameter names and values: a resume must match it
+  std::string family;         // family name
+  std::string template_hash;  // hash of the template source + description
+  std::string family_json;    // the family description as loaded (so defaults survive without the files)
+  std::string space_hash;     // hash of the parameter names and values: a resume must match it
   DeviceRecord device;
   ProblemKey problem;
   std::string kind = "sweep";  // "sweep" or "plan"
@@ -33,7 +33,7 @@ struct SweepSpec {
 struct ResultRecord {
   Params params;
   Outcome outcome = Outcome::ok;
-  std::string reason;  // why it is not ok; for ok, empty or a note
+  std::string reason;                               // why it is not ok; for ok, empty or a note
   std::optional<double> median_ms, min_ms, spread;  // spread: (p75 - p25) / median of the timed runs
   int repetitions = 0;
   std::optional<double> metric;  // GFLOP/s or GB/s at the median
@@ -42,8 +42,8 @@ struct ResultRecord {
   std::optional<int> registers, static_smem, dynamic_smem, local_bytes, spill_bytes;
   std::optional<int> threads_per_block;
   std::optional<int> active_blocks, active_warps;  // per SM
-  std::string occupancy_limiter;                    // "threads", "registers", "shared_memory", "blocks"
-  std::optional<double> occupancy;                  // active warps / max warps per SM
+  std::string occupancy_limiter;                   // "threads", "registers", "shared_memory", "blocks"
+  std::optional<double> occupancy;                 // active warps / max warps per SM
   std::optional<double> sm_clock_mhz;
 };
 
@@ -73,8 +73,9 @@ class Store {
  public:
   enum class Mode { read_only, read_write };
 
-  // Opens (and for read_write creates and migrates) the database. Throws StoreError with a one-line message
-  // that names the path: not a database, newer schema than this build knows, unwritable directory, ...
+  // Opens (and for read_write creates and migrates) the database; read_only opens as Client::open does
+  // (immutable where the directory is read-only). Throws StoreError with a one-line message that names the
+  // path: no usable path, not a database, newer schema than this build knows, unwritable directory, ...
   static Store open(const std::filesystem::path& path, Mode mode = Mode::read_write);
 
   Store(Store&&) noexcept;
@@ -83,8 +84,16 @@ class Store {
 
   static constexpr int schema_version = 1;
 
+  // A new sweep with status "running", to which add_results adds as measuring goes (a sweep that stops
+  // half-way can be resumed). Throws StoreError when the spec is incomplete, or when its device would take
+  // over the uuid of a stored device that differs (see db/SCHEMA.md, devices).
   std::int64_t begin_sweep(const SweepSpec& spec);
-  // All records in one BEGIN IMMEDIATE transaction; a configuration already stored for this sweep is replaced.
+  // A complete sweep (a stored plan) in one BEGIN IMMEDIATE transaction: its rows, every record and its final
+  // status, or nothing at all when any part fails.
+  std::int64_t add_sweep(const SweepSpec& spec, const std::vector<ResultRecord>& records,
+                         const std::string& status = "done");
+  // All records in one BEGIN IMMEDIATE transaction; a configuration already stored for this sweep is
+  // replaced.
   void add_results(std::int64_t sweep_id, const std::vector<ResultRecord>& records);
   void finish_sweep(std::int64_t sweep_id, const std::string& status);
 
@@ -112,9 +121,11 @@ class Store {
   // are skipped. Throws StoreError on malformed input, leaving the database unchanged.
   ImportSummary import_json(const std::string& text);
   // One row per result with sweep, device, family, problem columns; RFC 4180 quoting.
-  void export_csv(std::ostream& out, const std::string& family = "", const std::string& device_name = "") const;
+  void export_csv(std::ostream& out, const std::string& family = "",
+                  const std::string& device_name = "") const;
   // A C++17 header with the best ok configuration of each (family, device, problem).
-  void export_header(std::ostream& out, const std::string& family = "", const std::string& device_name = "") const;
+  void export_header(std::ostream& out, const std::string& family = "",
+                     const std::string& device_name = "") const;
 
  private:
   struct Impl;
