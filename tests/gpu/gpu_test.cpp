@@ -67,6 +67,26 @@ SweepRun sweep(const KernelFamily& f, const ProblemKey& p, const std::filesystem
   return r;
 }
 
+// Bench of the family's best stored configuration in db against its declared baselines, with few repetitions.
+struct BenchRun {
+  std::vector<BenchRow> rows;
+  std::string log;
+};
+
+BenchRun bench(const std::vector<KernelFamily>& fams, const KernelFamily& f, const ProblemKey& p,
+               const std::filesystem::path& db) {
+  Store store = Store::open(db, Store::Mode::read_only);
+  WorkerProcess worker(0);
+  MeasureSettings m;
+  m.min_reps = 3;
+  m.max_reps = 5;
+  std::ostringstream log;
+  BenchRun b;
+  b.rows = run_bench(fams, f, p, store, worker, CompileCache(CompileCache::default_dir()), m, log);
+  b.log = log.str();
+  return b;
+}
+
 }  // namespace
 
 // Every runnable configuration of every built-in family is correct at sizes that are not tile multiples and
@@ -212,14 +232,8 @@ TEST(Gpu, Tf32FamilyIsCorrectAndBenchesAgainstCublasTf32) {
     EXPECT_GE(ok, 30) << p.size_text();
   }
   const ProblemKey p = f.make_problem({640, 384, 256}, {});
-  Store store = Store::open(dir.path / "tf32.db", Store::Mode::read_only);
-  WorkerProcess worker(0);
-  MeasureSettings m;
-  m.min_reps = 3;
-  m.max_reps = 5;
-  std::ostringstream log;
-  const auto rows = run_bench(fams, f, p, store, worker, CompileCache(CompileCache::default_dir()), m, log);
-  ASSERT_EQ(rows.size(), 2u) << log.str();
+  const auto [rows, log] = bench(fams, f, p, dir.path / "tf32.db");
+  ASSERT_EQ(rows.size(), 2u) << log;
   EXPECT_EQ(rows[0].baseline, "cublas_tf32");
   EXPECT_EQ(rows[1].baseline, "gemm_regtile");
   for (const auto& r : rows) {
@@ -369,14 +383,8 @@ TEST(Gpu, BenchComparesWithCublasAndNaive) {
   const KernelFamily& f = find_family(fams, "gemm_tiled");
   const ProblemKey p = f.make_problem({512, 384, 256}, {});
   sweep(f, p, dir.path / "t.db");
-  Store store = Store::open(dir.path / "t.db", Store::Mode::read_only);
-  WorkerProcess worker(0);
-  MeasureSettings m;
-  m.min_reps = 3;
-  m.max_reps = 5;
-  std::ostringstream log;
-  const auto rows = run_bench(fams, f, p, store, worker, CompileCache(CompileCache::default_dir()), m, log);
-  ASSERT_EQ(rows.size(), 2u) << log.str();
+  const auto [rows, log] = bench(fams, f, p, dir.path / "t.db");
+  ASSERT_EQ(rows.size(), 2u) << log;
   EXPECT_EQ(rows[0].baseline, "cublas_sgemm");
   EXPECT_EQ(rows[1].baseline, "gemm_naive");
   for (const auto& r : rows) {
@@ -532,14 +540,8 @@ TEST(Gpu, RenamedBuffersAndOneWrongElement) {
   ASSERT_TRUE(r.summary.best.has_value());
   EXPECT_EQ(r.summary.best->record.params.at("OFF_BY_ONE"), 0);
 
-  Store store = Store::open(dir.path / "renamed.db", Store::Mode::read_only);
-  WorkerProcess worker(0);
-  MeasureSettings m;
-  m.min_reps = 3;
-  m.max_reps = 5;
-  std::ostringstream log;
-  const auto rows = run_bench(fams, f, p, store, worker, CompileCache(CompileCache::default_dir()), m, log);
-  ASSERT_EQ(rows.size(), 1u) << log.str();
+  const auto [rows, log] = bench(fams, f, p, dir.path / "renamed.db");
+  ASSERT_EQ(rows.size(), 1u) << log;
   EXPECT_EQ(rows[0].baseline, "cublas_sgemm");
   EXPECT_GT(rows[0].ratio, 0);
 }
@@ -604,15 +606,8 @@ TEST(Gpu, TransposeHistogramAndSoftmaxFamilies) {
   for (const auto& [family, dims] : std::vector<std::pair<std::string, std::vector<std::int64_t>>>{
            {"transpose_tiled", {1000, 333}}, {"histogram_u8", {1000003}}, {"softmax_half", {37, 1000}}}) {
     const KernelFamily& f = find_family(fams, family);
-    Store store = Store::open(dir.path / "new.db", Store::Mode::read_only);
-    WorkerProcess worker(0);
-    MeasureSettings m;
-    m.min_reps = 3;
-    m.max_reps = 5;
-    std::ostringstream log;
-    const auto rows = run_bench(fams, f, f.make_problem(dims, {}), store, worker,
-                                CompileCache(CompileCache::default_dir()), m, log);
-    ASSERT_EQ(rows.size(), f.library_baselines.size() + f.baselines.size()) << family << ": " << log.str();
+    const auto [rows, log] = bench(fams, f, f.make_problem(dims, {}), dir.path / "new.db");
+    ASSERT_EQ(rows.size(), f.library_baselines.size() + f.baselines.size()) << family << ": " << log;
     EXPECT_EQ(rows[0].baseline, "d2d_copy") << family;
     for (const auto& row : rows) EXPECT_GT(row.ratio, 0) << family;
   }
