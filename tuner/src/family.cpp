@@ -118,7 +118,8 @@ std::string read_family_file(const Reader& r, const std::filesystem::path& direc
 Fill parse_fill(const Reader& r, const json& spec, ElementType type, const std::string& where) {
   if (!spec.is_object() || spec.size() != 1)
     r.fail(where + ".fill must be one of {\"uniform\": [lo, hi]}, {\"range\": [lo, hi]}, {\"constant\": v}");
-  const auto& [kind, value] = *spec.items().begin();
+  const std::string kind = spec.begin().key();
+  const json& value = spec.begin().value();
   Fill f;
   if (kind == "constant") {
     if (!value.is_number()) r.fail(where + ".fill.constant must be a number");
