@@ -120,9 +120,9 @@ std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const
     std::string missing;
     for (const auto& [k, v] : problem.args) {
       const bool known = std::any_of(base.problem_args.begin(), base.problem_args.end(),
-                                     [&](const ProblemArg& a) { return a.name == k; });
+                                     [&k = k](const ProblemArg& a) { return a.name == k; });
       const auto ours = std::find_if(family.problem_args.begin(), family.problem_args.end(),
-                                     [&](const ProblemArg& a) { return a.name == k; });
+                                     [&k = k](const ProblemArg& a) { return a.name == k; });
       if (known)
         args[k] = v;
       else if (ours == family.problem_args.end() || ours->default_value != v)

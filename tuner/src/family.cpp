@@ -618,7 +618,7 @@ void resolve_reference(KernelFamily& f, const std::vector<KernelFamily>& all) {
       r.fail("reference family " + target + " does not compute the output '" + a.name + "'");
   for (const auto& [k, v] : ref.config)
     if (std::none_of(it->parameters.begin(), it->parameters.end(),
-                     [&](const Parameter& p) { return p.name == k; }))
+                     [&k = k](const Parameter& p) { return p.name == k; }))
       r.fail("reference.config: " + target + " has no parameter '" + k + "'");
   ref.family_def = std::make_shared<const KernelFamily>(*it);
 }

@@ -87,7 +87,7 @@ wire::KernelSpec reference_kernel(const KernelFamily& family, const ProblemKey& 
     std::map<std::string, std::int64_t> args;
     for (const auto& [name, value] : problem.args)
       if (std::any_of(other.problem_args.begin(), other.problem_args.end(),
-                      [&](const ProblemArg& a) { return a.name == name; }))
+                      [&name = name](const ProblemArg& a) { return a.name == name; }))
         args[name] = value;
     const ProblemKey other_problem = other.make_problem(problem.dims, args);
     Params params = other.default_params();
