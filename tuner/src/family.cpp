@@ -145,7 +145,6 @@ Fill parse_fill(const Reader& r, const json& spec, ElementType type, const std::
     if (is_floating(type))
       r.fail(where + ".fill: range is for integer types; use uniform for " + to_string(type));
     f.kind = Fill::Kind::range;
-    const Fill widest = default_fill(type);
     if (f.lo != std::floor(f.lo) || f.hi != std::floor(f.hi)) r.fail(where + ".fill.range must be integers");
     const double type_lo = type == ElementType::i8    ? -128
                            : type == ElementType::i32 ? -2147483648.0
@@ -157,7 +156,6 @@ Fill parse_fill(const Reader& r, const json& spec, ElementType type, const std::
                            : type == ElementType::u32 ? 4294967295.0
                                                       : 9.2e18;
     if (f.lo < type_lo || f.hi > type_hi) r.fail(where + ".fill.range does not fit in " + to_string(type));
-    (void)widest;
   }
   return f;
 }
@@ -374,7 +372,6 @@ void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
   const json& ref = r.need(doc, "reference");
   if (!ref.is_object()) r.fail("'reference' must be an object");
   Reference& out = f.reference;
-  out.text = ref.dump();
   static const std::set<std::string> known = {"kernel", "name", "arguments",   "block",  "grid",   "outputs",
                                               "rtol",   "atol", "scale_floor", "family", "config", "from"};
   for (const auto& [key, value] : ref.items())

@@ -127,7 +127,6 @@ struct Reference {
   Params config;
   std::shared_ptr<const KernelFamily> family_def;  // resolved by load_families
   std::optional<double> rtol, atol, scale_floor;
-  std::string text;  // the reference as family.json gives it, for messages
 
   // The tolerance for one output buffer of the given type.
   Tolerance tolerance_for(ElementType output) const;
