@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "../test_paths.hpp"
 #include "tiletune/bench.hpp"
+#include "tiletune/plan.hpp"
 #include "tiletune/sweep.hpp"
 
 using namespace tiletune;
@@ -610,5 +612,44 @@ TEST(Gpu, TransposeHistogramAndSoftmaxFamilies) {
     ASSERT_EQ(rows.size(), f.library_baselines.size() + f.baselines.size()) << family << ": " << log;
     EXPECT_EQ(rows[0].baseline, "d2d_copy") << family;
     for (const auto& row : rows) EXPECT_GT(row.ratio, 0) << family;
+  }
+}
+
+// A space of 2.7 * 10^13 configurations (tests/fixtures/families/huge_space) is sampled, never built: random
+// and annealing with a budget measure exactly that many distinct runnable configurations, each correct, and
+// store the pruned points they drew with the constraint's reason.
+TEST(Gpu, SamplingStrategiesWalkASpaceTooLargeToBuild) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  const KernelFamily& f = find_family(fams, "huge_space");
+  ASSERT_EQ(space_size(f), 27'000'000'000'000ull);
+  const ProblemKey p = f.make_problem({300, 200, 100}, {});
+  for (const std::string strategy : {"random", "annealing"}) {
+    SweepOptions o = quick();
+    o.strategy = strategy;
+    o.budget = 12;
+    ASSERT_EQ(sweep_space_walk(f, o), SpaceWalk::sampled);
+    const SweepRun r = sweep(f, p, dir.path / (strategy + ".db"), o);
+    std::set<std::string> seen;
+    int ok = 0;
+    for (const auto& x : r.results) {
+      EXPECT_TRUE(seen.insert(params_to_text(x.record.params)).second)
+          << strategy << ": " << params_to_text(x.record.params) << " stored twice";
+      const bool allowed = (x.record.params.at("P0") + x.record.params.at("P1")) % 3 != 0;
+      if (x.record.outcome == Outcome::pruned) {
+        EXPECT_FALSE(allowed) << strategy << ": " << params_to_text(x.record.params) << ": "
+                              << x.record.reason;
+        EXPECT_NE(x.record.reason.find("a test constraint"), std::string::npos) << x.record.reason;
+        continue;
+      }
+      EXPECT_TRUE(allowed) << strategy << ": " << params_to_text(x.record.params);
+      EXPECT_EQ(x.record.outcome, Outcome::ok)
+          << strategy << " " << params_to_text(x.record.params) << ": " << x.record.reason;
+      ok += x.record.outcome == Outcome::ok;
+    }
+    EXPECT_EQ(ok, 12) << strategy;
+    EXPECT_EQ(r.summary.measured, 12) << strategy;
+    ASSERT_TRUE(r.summary.best.has_value()) << strategy;
   }
 }

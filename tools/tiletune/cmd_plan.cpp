@@ -42,6 +42,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
   }
   const KernelFamily& family = find_family(fams, c.family);
   const ProblemKey problem = problem_for(family, c);
+  check_space_enumerable(family);  // a space too large to plan says so, with its size, before any work
   std::string note;
   const DeviceLimits device = device_for_plan(c, &note);
   if (mode != "processes" && mode != "threads")

@@ -373,6 +373,15 @@ BackgroundCompiler::~BackgroundCompiler() {
   if (!jobs_file_.empty()) std::filesystem::remove(jobs_file_, ec);
 }
 
+std::size_t BackgroundCompiler::add_jobs(std::vector<CompileJob> jobs) {
+  const std::size_t first = jobs_.size();
+  for (auto& job : jobs) {
+    keys_.push_back(cache_.key(job));
+    jobs_.push_back(std::move(job));
+  }
+  return first;
+}
+
 bool BackgroundCompiler::cached(std::size_t index) const {
   return std::filesystem::exists(cache_.dir() / (keys_[index] + ".json"));
 }

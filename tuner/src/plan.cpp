@@ -30,20 +30,34 @@ std::optional<std::uint64_t> space_size(const KernelFamily& family) {
   return n;
 }
 
-std::vector<Params> enumerate_space(const KernelFamily& family) {
-  // Counted before anything is allocated: a space too large to hold is refused in one line.
+std::string describe_space(const KernelFamily& family) {
+  std::string factors;
+  for (const auto& p : family.parameters)
+    factors += (factors.empty() ? "" : " x ") + std::to_string(p.values.size()) + " " + p.name;
   const auto size = space_size(family);
-  if (!size || *size > kMaxSpaceSize) {
-    std::string factors;
-    for (const auto& p : family.parameters)
-      factors += (factors.empty() ? "" : " x ") + std::to_string(p.values.size()) + " " + p.name;
-    throw FamilyError(family.name + ": the space has " +
-                      (size ? std::to_string(*size) : std::string("more than 2^64")) + " configurations (" +
-                      factors + "), more than the " + std::to_string(kMaxSpaceSize) +
-                      " a plan or sweep holds; give its parameters fewer values");
-  }
+  return (size ? std::to_string(*size) : std::string("more than 2^64")) + " configurations (" + factors + ")";
+}
+
+void check_space_enumerable(const KernelFamily& family) {
+  // Counted, never built: a space too large to hold is refused in one line before anything is allocated.
+  const auto size = space_size(family);
+  if (!size)
+    throw FamilyError(family.name + ": the space has " + describe_space(family) +
+                      ", more than a 64-bit index can address; give its parameters fewer values");
+  if (*size > kMaxSpaceSize)
+    throw FamilyError(
+        family.name + ": the space has " + describe_space(family) + ", more than the " +
+        std::to_string(kMaxSpaceSize) +
+        " a plan or a brute-force sweep holds; sample it with 'tiletune sweep --strategy random "
+        "--budget N' or give its parameters fewer values");
+}
+
+std::vector<Params> enumerate_space(const KernelFamily& family) {
+  check_space_enumerable(family);
+  const std::uint64_t size = *space_size(family);
   std::vector<Params> out;
-  out.reserve(static_cast<std::size_t>(*size));
+  if (size == 0) return out;  // a parameter without values
+  out.reserve(static_cast<std::size_t>(size));
   std::vector<std::size_t> index(family.parameters.size(), 0);
   for (;;) {
     Params p;
@@ -59,6 +73,84 @@ std::vector<Params> enumerate_space(const KernelFamily& family) {
     }
     if (family.parameters.empty()) return out;
   }
+}
+
+SpaceIndex::SpaceIndex(const KernelFamily& family) {
+  const auto size = space_size(family);
+  if (!size)
+    throw FamilyError(family.name + ": the space has " + describe_space(family) +
+                      ", more than a 64-bit index can address; give its parameters fewer values");
+  size_ = *size;
+  for (const auto& p : family.parameters) {
+    names_.push_back(p.name);
+    values_.push_back(p.values);
+  }
+  // The last parameter varies fastest, as in enumerate_space. The size fits in 64 bits, so every stride does.
+  stride_.assign(values_.size(), 1);
+  for (std::size_t k = values_.size(); k-- > 1;) stride_[k - 1] = stride_[k] * values_[k].size();
+}
+
+Params SpaceIndex::at(std::uint64_t index) const {
+  Params p;
+  for (std::size_t k = 0; k < names_.size(); ++k)
+    p[names_[k]] = values_[k][static_cast<std::size_t>(index / stride_[k] % values_[k].size())];
+  return p;
+}
+
+std::optional<std::uint64_t> SpaceIndex::index_of(const Params& params) const {
+  std::uint64_t index = 0;
+  for (std::size_t k = 0; k < names_.size(); ++k) {
+    const auto it = params.find(names_[k]);
+    if (it == params.end()) return std::nullopt;
+    const auto pos = std::find(values_[k].begin(), values_[k].end(), it->second);
+    if (pos == values_[k].end()) return std::nullopt;
+    index += static_cast<std::uint64_t>(pos - values_[k].begin()) * stride_[k];
+  }
+  return index;
+}
+
+std::vector<std::uint64_t> SpaceIndex::neighbours(std::uint64_t index) const {
+  std::vector<std::uint64_t> out;
+  for (std::size_t k = 0; k < names_.size(); ++k) {
+    const std::uint64_t digit = index / stride_[k] % values_[k].size();
+    if (digit > 0) out.push_back(index - stride_[k]);
+    if (digit + 1 < values_[k].size()) out.push_back(index + stride_[k]);
+  }
+  return out;
+}
+
+LazyCandidates::LazyCandidates(const KernelFamily& family, Prune prune, Sink on_pruned, Skip skip)
+    : space_(family), prune_(std::move(prune)), on_pruned_(std::move(on_pruned)), skip_(std::move(skip)) {}
+
+std::optional<LazyCandidates::Visit> LazyCandidates::known(std::uint64_t index) const {
+  const auto it = seen_.find(index);
+  if (it == seen_.end()) return std::nullopt;
+  return it->second;
+}
+
+LazyCandidates::Visit LazyCandidates::visit(std::uint64_t index, bool remember) {
+  if (const auto it = seen_.find(index); it != seen_.end()) return it->second;
+  ++visited_;
+  Params params = space_.at(index);
+  Visit v;
+  if (skip_ && skip_(params)) {
+    v.fate = Fate::skipped;
+  } else {
+    PlannedConfig c = prune_(params);
+    if (c.outcome == Outcome::ok) {
+      v.fate = Fate::runnable;
+      v.slot = candidates_.size();
+      candidates_.push_back(std::move(c));
+      indices_.push_back(index);
+      remember = true;  // its slot is how the strategy finds it again
+    } else {
+      v.fate = Fate::pruned;
+      ++pruned_;
+      if (on_pruned_) on_pruned_(std::move(c));
+    }
+  }
+  if (remember) seen_.emplace(index, v);
+  return v;
 }
 
 PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,

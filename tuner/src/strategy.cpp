@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -12,13 +14,15 @@ namespace tiletune {
 namespace {
 
 std::size_t count_measured(const std::vector<std::optional<double>>& times) {
-  return static_cast<std::size_t>(std::count_if(times.begin(), times.end(), [](const auto& t) { return t.has_value(); }));
+  return static_cast<std::size_t>(
+      std::count_if(times.begin(), times.end(), [](const auto& t) { return t.has_value(); }));
 }
 
 // Walks a fixed order: in space order (brute force) or shuffled (random sampling).
 class OrderedStrategy : public Strategy {
  public:
-  OrderedStrategy(std::vector<std::size_t> order, std::size_t budget) : order_(std::move(order)), budget_(budget) {}
+  OrderedStrategy(std::vector<std::size_t> order, std::size_t budget)
+      : order_(std::move(order)), budget_(budget) {}
   std::optional<std::size_t> next(const std::vector<std::optional<double>>& times) override {
     if (budget_ && count_measured(times) >= budget_) return std::nullopt;
     while (pos_ < order_.size()) {
@@ -28,7 +32,9 @@ class OrderedStrategy : public Strategy {
     return std::nullopt;
   }
   std::vector<std::size_t> likely_order() const override {
-    return budget_ && budget_ < order_.size() ? std::vector<std::size_t>(order_.begin(), order_.begin() + budget_) : order_;
+    return budget_ && budget_ < order_.size()
+               ? std::vector<std::size_t>(order_.begin(), order_.begin() + budget_)
+               : order_;
   }
   bool order_is_fixed() const override { return true; }
 
@@ -38,51 +44,53 @@ class OrderedStrategy : public Strategy {
   std::size_t pos_ = 0;
 };
 
+using Times = std::vector<std::optional<double>>;
+
+// Whether candidate i was measured (a table that grows during next() may be longer than `times`).
+bool measured(const Times& times, std::size_t i) { return i < times.size() && times[i].has_value(); }
+
 // Simulated annealing over the parameter grid, a neighbourhood at a time: a neighbour changes one parameter
 // to the adjacent value in its list. From the current point every unmeasured neighbour is measured (they
 // compile together, in parallel: see upcoming()); then the walk moves to the best of them if it is faster, or
-// else with probability exp(-relative slowdown / temperature), the temperature falling as the budget is spent.
-// When every neighbour of the current point is measured it restarts at a random unmeasured point.
+// else with probability exp(-relative slowdown / temperature), the temperature falling as the budget is
+// spent. When every neighbour of the current point is measured it restarts at a random unmeasured point.
+// Where the candidates come from (a table, or a space visited lazily) is the subclass's.
 class AnnealingStrategy : public Strategy {
  public:
-  AnnealingStrategy(const KernelFamily& family, const std::vector<Params>& candidates, std::size_t budget, std::uint64_t seed)
-      : candidates_(candidates), budget_(budget ? budget : candidates.size()), rng_(seed) {
-    for (const auto& p : family.parameters) {
-      values_.push_back(p.values);
-      names_.push_back(p.name);
-    }
-    for (std::size_t i = 0; i < candidates_.size(); ++i) index_[key(candidates_[i])] = i;
-  }
+  AnnealingStrategy(std::size_t budget, std::uint64_t seed) : rng_(seed), budget_(budget) {}
 
-  std::optional<std::size_t> next(const std::vector<std::optional<double>>& times) override {
+  std::optional<std::size_t> next(const Times& times) override {
     const std::size_t done = count_measured(times);
-    if (done >= budget_ || done >= candidates_.size()) return std::nullopt;
+    if (done >= budget_ || exhausted(done)) return std::nullopt;
     // Drop what was measured meanwhile (never ask twice).
-    batch_.erase(std::remove_if(batch_.begin(), batch_.end(), [&](std::size_t i) { return times[i].has_value(); }), batch_.end());
+    batch_.erase(
+        std::remove_if(batch_.begin(), batch_.end(), [&](std::size_t i) { return measured(times, i); }),
+        batch_.end());
     if (batch_.empty()) {
       if (!current_) {  // the first point, or the one after a restart
-        if (last_ && times[*last_] && std::isfinite(*times[*last_])) current_ = *last_, current_time_ = *times[*last_];
+        if (last_ && measured(times, *last_) && std::isfinite(*times[*last_]))
+          current_ = *last_, current_time_ = *times[*last_];
       } else if (!measured_batch_.empty()) {  // the neighbourhood is measured: move
         if (const auto best = fastest(measured_batch_, times)) {
           const double t = *times[*best];
-          const double temperature = 0.3 * (1.0 - static_cast<double>(done) / static_cast<double>(budget_)) + 1e-3;
+          const double temperature =
+              0.3 * (1.0 - static_cast<double>(done) / static_cast<double>(budget_)) + 1e-3;
           const double slowdown = (t - current_time_) / current_time_;
           std::uniform_real_distribution<double> u(0.0, 1.0);
-          if (slowdown <= 0 || u(rng_) < std::exp(-slowdown / temperature)) current_ = *best, current_time_ = t;
+          if (slowdown <= 0 || u(rng_) < std::exp(-slowdown / temperature))
+            current_ = *best, current_time_ = t;
         }
       }
       measured_batch_.clear();
       if (current_)
         for (std::size_t n : neighbours(*current_))
-          if (!times[n]) batch_.push_back(n);
+          if (!measured(times, n)) batch_.push_back(n);
       if (batch_.empty()) {  // start, or a dead end: a random unmeasured point
         current_.reset();
         speculative_.clear();
-        std::vector<std::size_t> open;
-        for (std::size_t i = 0; i < times.size(); ++i)
-          if (!times[i]) open.push_back(i);
-        if (open.empty()) return std::nullopt;
-        last_ = open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(rng_)];
+        const auto start = restart(times);
+        if (!start) return std::nullopt;
+        last_ = start;
         return last_;
       }
       std::shuffle(batch_.begin(), batch_.end(), rng_);
@@ -96,7 +104,8 @@ class AnnealingStrategy : public Strategy {
     const auto lead = fastest(measured_batch_, times);
     if (lead && *times[*lead] < current_time_)
       for (std::size_t n : neighbours(*lead))
-        if (!times[n] && n != *last_ && std::find(batch_.begin(), batch_.end(), n) == batch_.end()) speculative_.push_back(n);
+        if (!measured(times, n) && n != *last_ && std::find(batch_.begin(), batch_.end(), n) == batch_.end())
+          speculative_.push_back(n);
     measured_batch_.push_back(*last_);
     return last_;
   }
@@ -107,27 +116,54 @@ class AnnealingStrategy : public Strategy {
     out.insert(out.end(), speculative_.begin(), speculative_.end());
     return out;
   }
+  bool order_is_fixed() const override { return false; }
+
+ protected:
+  // The runnable candidates one step from candidate `i`, parameter by parameter, the previous value first.
+  virtual std::vector<std::size_t> neighbours(std::size_t i) = 0;
+  // A random unmeasured candidate to start from; nullopt when there is none.
+  virtual std::optional<std::size_t> restart(const Times& times) = 0;
+  // Whether every candidate is measured.
+  virtual bool exhausted(std::size_t done) const = 0;
+
+  std::mt19937_64 rng_;
+
+ private:
+  // The fastest of `among` that ran (a finite measured time), if any did.
+  static std::optional<std::size_t> fastest(const std::vector<std::size_t>& among, const Times& times) {
+    std::optional<std::size_t> best;
+    for (std::size_t i : among)
+      if (measured(times, i) && std::isfinite(*times[i]) && (!best || *times[i] < *times[*best])) best = i;
+    return best;
+  }
+
+  std::size_t budget_;
+  std::optional<std::size_t> current_, last_;
+  double current_time_ = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> batch_, measured_batch_, speculative_;
+};
+
+// Annealing over an enumerated space's runnable candidates.
+class TableAnnealing : public AnnealingStrategy {
+ public:
+  TableAnnealing(const KernelFamily& family, const std::vector<Params>& candidates, std::size_t budget,
+                 std::uint64_t seed)
+      : AnnealingStrategy(budget ? budget : candidates.size(), seed), candidates_(candidates) {
+    for (const auto& p : family.parameters) {
+      values_.push_back(p.values);
+      names_.push_back(p.name);
+    }
+    for (std::size_t i = 0; i < candidates_.size(); ++i) index_[key(candidates_[i])] = i;
+  }
 
   std::vector<std::size_t> likely_order() const override {
     std::vector<std::size_t> all(candidates_.size());
     std::iota(all.begin(), all.end(), 0);
     return all;
   }
-  bool order_is_fixed() const override { return false; }
 
- private:
-  std::string key(const Params& p) const { return params_to_text(p); }
-
-  // The fastest of `among` that ran (a finite measured time), if any did.
-  static std::optional<std::size_t> fastest(const std::vector<std::size_t>& among,
-                                            const std::vector<std::optional<double>>& times) {
-    std::optional<std::size_t> best;
-    for (std::size_t i : among)
-      if (times[i] && std::isfinite(*times[i]) && (!best || *times[i] < *times[*best])) best = i;
-    return best;
-  }
-
-  std::vector<std::size_t> neighbours(std::size_t i) const {
+ protected:
+  std::vector<std::size_t> neighbours(std::size_t i) override {
     std::vector<std::size_t> out;
     const Params& base = candidates_[i];
     for (std::size_t k = 0; k < names_.size(); ++k) {
@@ -144,23 +180,144 @@ class AnnealingStrategy : public Strategy {
     return out;
   }
 
+  std::optional<std::size_t> restart(const Times& times) override {
+    std::vector<std::size_t> open;
+    for (std::size_t i = 0; i < times.size(); ++i)
+      if (!times[i]) open.push_back(i);
+    if (open.empty()) return std::nullopt;
+    return open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(rng_)];
+  }
+
+  bool exhausted(std::size_t done) const override { return done >= candidates_.size(); }
+
+ private:
+  std::string key(const Params& p) const { return params_to_text(p); }
+
   std::vector<Params> candidates_;
   std::vector<std::string> names_;
   std::vector<std::vector<std::int64_t>> values_;
   std::map<std::string, std::size_t> index_;
-  std::size_t budget_;
-  std::mt19937_64 rng_;
-  std::optional<std::size_t> current_, last_;
-  double current_time_ = std::numeric_limits<double>::infinity();
-  std::vector<std::size_t> batch_, measured_batch_, speculative_;
 };
+
+std::string gave_up_text() {
+  return "gave up: " + std::to_string(kMaxFruitlessDraws) + " draws in a row found nothing runnable";
+}
+
+// Random sampling of a space too large to enumerate: draws distinct indices in a seeded shuffled order,
+// pruning each as it is drawn, and keeps a few runnable ones drawn ahead so that they compile while the
+// current one is measured.
+class LazyRandomStrategy : public Strategy {
+ public:
+  // Enough to keep a machine's compiler processes busy; never more than the budget left.
+  static constexpr std::size_t kLookahead = 16;
+
+  LazyRandomStrategy(LazyCandidates& space, std::size_t budget, std::uint64_t seed)
+      : space_(space), draws_(space.space().size(), seed), budget_(budget) {}
+
+  std::optional<std::size_t> next(const Times& times) override {
+    const std::size_t done = count_measured(times);
+    if (done >= budget_) return std::nullopt;
+    while (!ahead_.empty() && measured(times, ahead_.front())) ahead_.pop_front();
+    while (ahead_.size() < std::min(kLookahead + 1, budget_ - done) && draw()) {
+    }
+    if (ahead_.empty()) return std::nullopt;
+    const std::size_t pick = ahead_.front();
+    ahead_.pop_front();
+    return pick;
+  }
+  std::vector<std::size_t> upcoming() const override { return {ahead_.begin(), ahead_.end()}; }
+  std::vector<std::size_t> likely_order() const override { return {}; }
+  bool order_is_fixed() const override { return false; }
+  std::string stop_reason() const override { return gave_up_ ? gave_up_text() : std::string(); }
+
+ private:
+  // Draws until a runnable point joins the look-ahead; false when the space is spent or the draws gave up.
+  bool draw() {
+    while (!gave_up_ && pos_ < draws_.size()) {
+      // Never drawn again: pruned points need not be remembered.
+      const auto v = space_.visit(draws_[pos_++], /*remember=*/false);
+      if (v.fate == LazyCandidates::Fate::runnable) {
+        fruitless_ = 0;
+        ahead_.push_back(v.slot);
+        return true;
+      }
+      if (v.fate == LazyCandidates::Fate::pruned && ++fruitless_ >= kMaxFruitlessDraws) gave_up_ = true;
+    }
+    return false;
+  }
+
+  LazyCandidates& space_;
+  IndexShuffle draws_;
+  std::size_t budget_;
+  std::uint64_t pos_ = 0, fruitless_ = 0;
+  bool gave_up_ = false;
+  std::deque<std::size_t> ahead_;
+};
+
+// Annealing over a space too large to enumerate: neighbours come from index arithmetic and are pruned as
+// they are first visited; restarts take the next runnable unmeasured point of a seeded shuffled order.
+class LazyAnnealing : public AnnealingStrategy {
+ public:
+  LazyAnnealing(LazyCandidates& space, std::size_t budget, std::uint64_t seed)
+      : AnnealingStrategy(budget, seed), space_(space), draws_(space.space().size(), seed) {}
+
+  std::vector<std::size_t> likely_order() const override { return {}; }
+  std::string stop_reason() const override { return gave_up_ ? gave_up_text() : std::string(); }
+
+ protected:
+  std::vector<std::size_t> neighbours(std::size_t i) override {
+    std::vector<std::size_t> out;
+    for (std::uint64_t n : space_.space().neighbours(space_.index_of(i))) {
+      // A point a restart drew and found pruned (or stored before a resume) was not remembered, as draws
+      // can be many; its place in the draw order tells that it was seen, and a second visit would report
+      // it twice.
+      if (!space_.known(n) && draws_.position_of(n) < pos_) continue;
+      const auto v = space_.visit(n);
+      if (v.fate == LazyCandidates::Fate::runnable) out.push_back(v.slot);
+    }
+    return out;
+  }
+
+  std::optional<std::size_t> restart(const Times& times) override {
+    while (!gave_up_ && pos_ < draws_.size()) {
+      const std::uint64_t index = draws_[pos_++];
+      // A point visited before as a neighbour is known; any other is new, as the draws never repeat.
+      const auto k = space_.known(index);
+      const auto v = k ? *k : space_.visit(index, /*remember=*/false);
+      if (v.fate == LazyCandidates::Fate::runnable && !measured(times, v.slot)) {
+        fruitless_ = 0;
+        return v.slot;
+      }
+      if (!k && v.fate == LazyCandidates::Fate::pruned && ++fruitless_ >= kMaxFruitlessDraws) gave_up_ = true;
+    }
+    return std::nullopt;
+  }
+
+  bool exhausted(std::size_t) const override { return gave_up_; }
+
+ private:
+  LazyCandidates& space_;
+  IndexShuffle draws_;
+  std::uint64_t pos_ = 0, fruitless_ = 0;
+  bool gave_up_ = false;
+};
+
+// splitmix64's finaliser: a well-mixed 64-bit hash.
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 }  // namespace
 
 std::vector<std::string> strategy_names() { return {"brute_force", "random", "annealing"}; }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const KernelFamily& family,
-                                        const std::vector<Params>& candidates, std::size_t budget, std::uint64_t seed) {
+                                        const std::vector<Params>& candidates, std::size_t budget,
+                                        std::uint64_t seed) {
   std::vector<std::size_t> order(candidates.size());
   std::iota(order.begin(), order.end(), 0);
   if (name == "brute_force") return std::make_unique<OrderedStrategy>(order, budget);
@@ -169,8 +326,66 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const KernelFam
     std::shuffle(order.begin(), order.end(), rng);
     return std::make_unique<OrderedStrategy>(order, budget);
   }
-  if (name == "annealing") return std::make_unique<AnnealingStrategy>(family, candidates, budget, seed);
+  if (name == "annealing") return std::make_unique<TableAnnealing>(family, candidates, budget, seed);
   throw std::invalid_argument("unknown strategy '" + name + "' (brute_force, random, annealing)");
+}
+
+IndexShuffle::IndexShuffle(std::uint64_t n, std::uint64_t seed) : n_(n) {
+  // The smallest even bit count whose range holds n, so that both halves are alike: the range is less than
+  // 4n, and cycle-walking takes fewer than four steps on average.
+  unsigned bits = 2;
+  while (bits < 64 && (std::uint64_t{1} << bits) < n) bits += 2;
+  half_bits_ = bits / 2;
+  half_mask_ = (std::uint64_t{1} << half_bits_) - 1;
+  for (std::uint64_t r = 0; r < 4; ++r) keys_[r] = mix(seed + 0x9e3779b97f4a7c15ULL * (r + 1));
+}
+
+std::uint64_t IndexShuffle::permute(std::uint64_t x) const {
+  std::uint64_t l = x >> half_bits_, r = x & half_mask_;
+  for (std::uint64_t key : keys_) {
+    const std::uint64_t f = mix(r ^ key) & half_mask_;
+    std::uint64_t next_r = l ^ f;
+    l = r;
+    r = next_r;
+  }
+  return (l << half_bits_) | r;
+}
+
+std::uint64_t IndexShuffle::unpermute(std::uint64_t x) const {
+  std::uint64_t l = x >> half_bits_, r = x & half_mask_;
+  for (int k = 3; k >= 0; --k) {
+    const std::uint64_t prev_l = r ^ (mix(l ^ keys_[k]) & half_mask_);
+    r = l;
+    l = prev_l;
+  }
+  return (l << half_bits_) | r;
+}
+
+// Cycle-walking: a permutation of the power-of-four range, applied again while it lands outside [0, n),
+// is a permutation of [0, n); walking back with the inverse finds where an index was drawn.
+std::uint64_t IndexShuffle::operator[](std::uint64_t position) const {
+  std::uint64_t x = permute(position);
+  while (x >= n_) x = permute(x);
+  return x;
+}
+
+std::uint64_t IndexShuffle::position_of(std::uint64_t index) const {
+  std::uint64_t x = unpermute(index);
+  while (x >= n_) x = unpermute(x);
+  return x;
+}
+
+std::unique_ptr<Strategy> make_lazy_strategy(const std::string& name, LazyCandidates& space,
+                                             std::size_t budget, std::uint64_t seed) {
+  if (name != "brute_force" && name != "random" && name != "annealing")
+    throw std::invalid_argument("unknown strategy '" + name + "' (brute_force, random, annealing)");
+  const std::string size = std::to_string(space.space().size()) + " configurations";
+  if (name == "brute_force")
+    throw std::invalid_argument("brute_force cannot measure " + size +
+                                "; sample them with random or annealing");
+  if (budget == 0) throw std::invalid_argument(name + " over " + size + " needs a budget");
+  if (name == "random") return std::make_unique<LazyRandomStrategy>(space, budget, seed);
+  return std::make_unique<LazyAnnealing>(space, budget, seed);
 }
 
 }  // namespace tiletune

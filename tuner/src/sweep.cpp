@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -46,10 +47,28 @@ DeviceLimits worker_device(WorkerProcess& worker) {
   return device_from_json(reply.summary);
 }
 
+SpaceWalk sweep_space_walk(const KernelFamily& family, const SweepOptions& options) {
+  // Counted, never enumerated: the refusal comes before anything the size would allocate.
+  const auto size = space_size(family);
+  const std::string head = family.name + ": the space has " + describe_space(family);
+  if (!size)
+    throw SweepError(head + ", more than a 64-bit index can address; give its parameters fewer values");
+  if (*size <= kMaxSpaceSize) return SpaceWalk::enumerated;
+  const std::string more = ", more than the " + std::to_string(kMaxSpaceSize);
+  if (options.strategy == "brute_force")
+    throw SweepError(head + more +
+                     " brute force measures; sample it with --strategy random --budget N (or annealing)");
+  if (options.budget == 0)
+    throw SweepError(head + more + " a sweep enumerates; --strategy " + options.strategy +
+                     " samples it with --budget N");
+  return SpaceWalk::sampled;
+}
+
 SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store,
                        WorkerProcess& worker, const CompileCache& cache, const SweepOptions& options,
                        std::ostream& out, const std::atomic<bool>* stop_requested) {
   const auto t0 = Clock::now();
+  const SpaceWalk walk = sweep_space_walk(family, options);
   SweepSummary summary;
   const DeviceLimits device = worker_device(worker);
   const std::string problem_text =
@@ -82,50 +101,91 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     summary.sweep_id = store.begin_sweep(spec);
   }
 
-  // Prune what cannot run before anything reaches the GPU; store those outcomes at once.
-  std::vector<PlannedConfig> candidates;
+  // What cannot run is pruned before anything reaches the GPU, and stored at once (in batches: a sampled
+  // space may prune many points between two measurements).
   std::vector<ResultRecord> pruned;
-  const std::vector<Params> space = enumerate_space(family);
-  for (const auto& params : space) {
-    if (done.count(params_to_text(params))) {
-      ++summary.resumed_skipped;
-      continue;
-    }
-    PlannedConfig c = prune_before_compile(family, device, problem, params);
-    if (c.outcome == Outcome::ok)
-      candidates.push_back(std::move(c));
-    else {
-      pruned.push_back(to_record(c));
-      ++summary.counts[c.outcome];
-    }
-  }
-  store.add_results(summary.sweep_id, pruned);
+  std::size_t pruned_count = 0;
+  auto flush_pruned = [&] {
+    if (pruned.empty()) return;
+    store.add_results(summary.sweep_id, pruned);
+    pruned.clear();
+  };
+  auto record_pruned = [&](const PlannedConfig& c) {
+    pruned.push_back(to_record(c));
+    ++summary.counts[c.outcome];
+    ++pruned_count;
+    if (pruned.size() >= 1024 && walk == SpaceWalk::sampled) flush_pruned();
+  };
 
-  std::vector<Params> candidate_params;
-  for (const auto& c : candidates) candidate_params.push_back(c.params);
-  auto strategy =
-      make_strategy(options.strategy, family, candidate_params, options.budget, options.measure.seed);
-  std::vector<CompileJob> jobs;
-  std::vector<std::size_t> job_of(candidates.size(), 0);
-  const auto order = strategy->likely_order();
-  for (std::size_t j = 0; j < order.size(); ++j) {
-    job_of[order[j]] = j;
-    jobs.push_back(compile_job(family, device, candidates[order[j]].params));
-  }
-  // Candidates outside the likely order (a budget cut) still need a job slot.
-  std::vector<bool> has_job(candidates.size(), false);
-  for (auto i : order) has_job[i] = true;
-  for (std::size_t i = 0; i < candidates.size(); ++i)
-    if (!has_job[i]) {
+  std::vector<PlannedConfig> table;      // the enumerated space's runnable candidates
+  std::unique_ptr<LazyCandidates> lazy;  // or a sampled space's, found as the strategy draws
+  std::unique_ptr<Strategy> strategy;
+  std::unique_ptr<BackgroundCompiler> compiler;
+  std::vector<std::size_t> job_of;  // each candidate's compile job (kNoJob: none yet)
+  constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
+  std::size_t total = 0;
+  if (walk == SpaceWalk::enumerated) {
+    const std::vector<Params> space = enumerate_space(family);
+    for (const auto& params : space) {
+      if (done.count(params_to_text(params))) {
+        ++summary.resumed_skipped;
+        continue;
+      }
+      PlannedConfig c = prune_before_compile(family, device, problem, params);
+      if (c.outcome == Outcome::ok)
+        table.push_back(std::move(c));
+      else
+        record_pruned(c);
+    }
+    flush_pruned();
+
+    std::vector<Params> candidate_params;
+    for (const auto& c : table) candidate_params.push_back(c.params);
+    strategy =
+        make_strategy(options.strategy, family, candidate_params, options.budget, options.measure.seed);
+    std::vector<CompileJob> jobs;
+    job_of.assign(table.size(), kNoJob);
+    for (std::size_t i : strategy->likely_order()) {
       job_of[i] = jobs.size();
-      jobs.push_back(compile_job(family, device, candidates[i].params));
+      jobs.push_back(compile_job(family, device, table[i].params));
     }
-  BackgroundCompiler compiler(jobs, cache, options.compile_jobs, strategy->order_is_fixed());
+    // Candidates outside the likely order (a budget cut) still need a job slot.
+    for (std::size_t i = 0; i < table.size(); ++i)
+      if (job_of[i] == kNoJob) {
+        job_of[i] = jobs.size();
+        jobs.push_back(compile_job(family, device, table[i].params));
+      }
+    compiler = std::make_unique<BackgroundCompiler>(std::move(jobs), cache, options.compile_jobs,
+                                                    strategy->order_is_fixed());
 
-  const std::size_t total = options.budget ? std::min(options.budget, candidates.size()) : candidates.size();
-  out << family.name << " " << problem_text << " on " << device.name << ": " << space.size()
-      << " configurations, " << pruned.size() << " pruned before compiling, " << total << " to measure"
-      << (options.strategy != "brute_force" ? " (" + options.strategy + ")" : "") << "\n";
+    total = options.budget ? std::min(options.budget, table.size()) : table.size();
+    out << family.name << " " << problem_text << " on " << device.name << ": " << space.size()
+        << " configurations, " << pruned_count << " pruned before compiling, " << total << " to measure"
+        << (options.strategy != "brute_force" ? " (" + options.strategy + ")" : "") << "\n";
+  } else {
+    // Drawn points are pruned as they come; those stored before a resume are passed over.
+    lazy = std::make_unique<LazyCandidates>(
+        family, [&](const Params& p) { return prune_before_compile(family, device, problem, p); },
+        [&](PlannedConfig&& c) { record_pruned(c); },
+        [&](const Params& p) { return done.count(params_to_text(p)) > 0; });
+    strategy = make_lazy_strategy(options.strategy, *lazy, options.budget, options.measure.seed);
+    compiler = std::make_unique<BackgroundCompiler>(std::vector<CompileJob>{}, cache, options.compile_jobs,
+                                                    /*eager=*/false);
+    summary.resumed_skipped = static_cast<int>(done.size());
+    total = options.budget;
+    out << family.name << " " << problem_text << " on " << device.name << ": " << lazy->space().size()
+        << " configurations, sampled lazily (" << options.strategy << "): up to " << total
+        << " to measure, each drawn point pruned as it comes; the draws give up after " << kMaxFruitlessDraws
+        << " in a row find nothing runnable\n";
+  }
+  std::vector<PlannedConfig>& candidates = lazy ? lazy->candidates() : table;
+  // A sampled space's candidates get their compile job when first named.
+  auto job_for = [&](std::size_t i) {
+    if (job_of.size() < candidates.size()) job_of.resize(candidates.size(), kNoJob);
+    if (job_of[i] == kNoJob)
+      job_of[i] = compiler->add_jobs({compile_job(family, device, candidates[i].params)});
+    return job_of[i];
+  };
   out.flush();
 
   const double work = static_cast<double>(family.metric_work.eval(family.vars(problem, {})));
@@ -150,7 +210,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     const double elapsed = since(t0);
     const double left = n ? elapsed / static_cast<double>(n) * static_cast<double>(total - n) : 0;
     std::ostringstream line;
-    line << "[" << n << "/" << total << "] pruned " << pruned.size() << ", failed " << failed << ", best "
+    line << "[" << n << "/" << total << "] pruned " << pruned_count << ", failed " << failed << ", best "
          << (std::isfinite(best_ms) ? std::to_string(best_ms).substr(0, 7) + " ms " + best_text : "-")
          << ", elapsed " << duration_text(elapsed)
          << (final_line ? "" : ", ~" + duration_text(left) + " left");
@@ -163,15 +223,17 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   while (!(stop_requested && stop_requested->load())) {
     if (options.time_limit_s > 0 && since(t0) >= options.time_limit_s) break;
     const auto pick = strategy->next(times);
+    flush_pruned();  // what the draws pruned
     if (!pick) break;
+    times.resize(candidates.size());  // a sampled space's table grows as it is drawn
     PlannedConfig& c = candidates[*pick];
     const auto tc = Clock::now();
     if (!strategy->order_is_fixed()) {  // compile the pick and what comes after it together
-      std::vector<std::size_t> ahead = {job_of[*pick]};
-      for (std::size_t i : strategy->upcoming()) ahead.push_back(job_of[i]);
-      compiler.prefetch(ahead);
+      std::vector<std::size_t> ahead = {job_for(*pick)};
+      for (std::size_t i : strategy->upcoming()) ahead.push_back(job_for(i));
+      compiler->prefetch(ahead);
     }
-    CompileResult compiled = compiler.get(job_of[*pick], strategy->order_is_fixed());
+    CompileResult compiled = compiler->get(job_for(*pick), strategy->order_is_fixed());
     summary.compile_wait_seconds += since(tc);
     apply_compile_result(c, compiled, device);
     ResultRecord rec = to_record(c);
@@ -183,7 +245,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
                       ? std::max(10.0, 50.0 * best_ms * 1e-3 * (options.measure.max_reps + 2) + 5.0)
                       : 120.0;
       const std::string cubin =
-          (cache.dir() / (c.cache_key.empty() ? cache.key(jobs[job_of[*pick]]) : c.cache_key)).string() +
+          (cache.dir() / (c.cache_key.empty() ? compiler->key(job_for(*pick)) : c.cache_key)).string() +
           ".cubin";
       const auto tm = Clock::now();
       bool timed_out = false;
@@ -229,9 +291,11 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
       progress(false);
     }
   }
+  flush_pruned();
   summary.interrupted = stop_requested && stop_requested->load();
   summary.worker_restarts = worker.restarts();
   progress(true);
+  if (const std::string why = strategy->stop_reason(); !why.empty()) out << why << "\n";
   store.finish_sweep(summary.sweep_id, summary.interrupted ? "interrupted" : "done");
   summary.best = store.best(family.name, device.name, problem);
   summary.seconds = since(t0);

@@ -21,10 +21,10 @@ struct ResourceUsage {
 };
 
 struct CompileJob {
-  std::string source;   // full text, parameters already defined
+  std::string source;  // full text, parameters already defined
   std::string file_name;
-  std::string kernel;   // extern "C" name
-  std::string arch;     // "sm_90"
+  std::string kernel;  // extern "C" name
+  std::string arch;    // "sm_90"
   std::vector<std::string> options;
 };
 
@@ -56,7 +56,8 @@ class CompileCache {
  public:
   // An empty path disables the cache.
   explicit CompileCache(std::filesystem::path dir);
-  static std::filesystem::path default_dir();  // $TILETUNE_CACHE, else $XDG_CACHE_HOME/tiletune, else ~/.cache/tiletune
+  static std::filesystem::path
+  default_dir();  // $TILETUNE_CACHE, else $XDG_CACHE_HOME/tiletune, else ~/.cache/tiletune
 
   std::string key(const CompileJob& job) const;
   std::optional<CompileResult> load(const std::string& key) const;
@@ -78,8 +79,9 @@ struct CompileStats {
 // Compiles every job, `workers` at a time, through the cache. With processes, each child compiles its share
 // and writes the cache; the parent reads the results back (so processes need the cache enabled; without it
 // threads are used). Results are in job order.
-std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, const CompileCache& cache, int workers,
-                                       ParallelMode mode = ParallelMode::processes, CompileStats* stats = nullptr);
+std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, const CompileCache& cache,
+                                       int workers, ParallelMode mode = ParallelMode::processes,
+                                       CompileStats* stats = nullptr);
 
 // Starts compiling in child processes and returns at once, so that measuring can overlap compiling.
 // get(i) waits for job i only.
@@ -94,12 +96,18 @@ class BackgroundCompiler {
   // Waits for a child to compile job `index`; with wait_for_children false, a job that no child has taken
   // is compiled here at once (for strategies whose order is not known ahead).
   CompileResult get(std::size_t index, bool wait_for_children = true);
+  // Adds jobs after construction (a strategy that finds its candidates as it goes) and returns the index of
+  // the first. They compile only when prefetched or asked for.
+  std::size_t add_jobs(std::vector<CompileJob> jobs);
+  std::size_t size() const { return jobs_.size(); }
+  // Job `index`'s key in the cache (its CUBIN is there once compiled).
+  const std::string& key(std::size_t index) const { return keys_[index]; }
   // Replaces the queue of jobs to compile next (those not cached and not already compiling), one process
   // each, at most `workers` at a time; the first in the list starts first.
   void prefetch(const std::vector<std::size_t>& indices);
 
  private:
-  void pump();  // reaps finished children and starts queued jobs
+  void pump();                           // reaps finished children and starts queued jobs
   bool cached(std::size_t index) const;  // the cache holds job `index`'s result
   bool in_flight(std::size_t index) const;
 

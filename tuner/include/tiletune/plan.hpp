@@ -3,8 +3,11 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tiletune/compiler.hpp"
@@ -41,18 +44,91 @@ struct Plan {
   std::size_t count(Outcome outcome) const;
 };
 
-// The most configurations a plan or a sweep enumerates; a larger space is refused before it is built.
+// The most configurations a plan or a sweep enumerates; a larger space is refused before it is built (a
+// sampling sweep with a budget reads a larger one lazily, through SpaceIndex).
 inline constexpr std::uint64_t kMaxSpaceSize = 1'000'000;
 // The number of configurations in the family's space; nullopt when it does not fit in 64 bits.
 std::optional<std::uint64_t> space_size(const KernelFamily& family);
+// How refusals name a space: "7290000000000 configurations (9 TILE_WIDTH x 9 BLOCK_Y x ...)", or "more
+// than 2^64 configurations (...)" when its size does not fit in 64 bits.
+std::string describe_space(const KernelFamily& family);
+// Throws FamilyError, one line with the space's size, when the space has more than kMaxSpaceSize
+// configurations (a plan or a brute-force sweep cannot hold it; the message says how to sample it).
+void check_space_enumerable(const KernelFamily& family);
 // Every configuration in the family's space (the cartesian product of the parameter values), in order.
-// Throws FamilyError, one line with the space's size, when it has more than kMaxSpaceSize.
+// Throws check_space_enumerable's FamilyError first when it has more than kMaxSpaceSize.
 std::vector<Params> enumerate_space(const KernelFamily& family);
+
+// The family's space read as a mixed-radix number, one digit per parameter (the last parameter varies
+// fastest): configuration i is enumerate_space's i-th, computed from i alone, so that a space of any size a
+// 64-bit index holds can be sampled without being built.
+class SpaceIndex {
+ public:
+  // Throws FamilyError, one line with the space's description, when its size does not fit in 64 bits.
+  explicit SpaceIndex(const KernelFamily& family);
+  std::uint64_t size() const { return size_; }
+  // The configuration at `index` (< size()).
+  Params at(std::uint64_t index) const;
+  // nullopt when the configuration lacks a parameter or holds a value outside its list.
+  std::optional<std::uint64_t> index_of(const Params& params) const;
+  // The configurations that differ from `index` in one parameter, by one step along its list: parameter by
+  // parameter, the previous value first (annealing's neighbourhood).
+  std::vector<std::uint64_t> neighbours(std::uint64_t index) const;
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::vector<std::int64_t>> values_;
+  std::vector<std::uint64_t> stride_;  // the index step of one step along each parameter's list
+  std::uint64_t size_ = 1;
+};
 
 // Evaluates launch geometry and applies the constraints and the device limits that are known before
 // compiling.
 PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,
                                    const ProblemKey& problem, const Params& params);
+
+// The runnable configurations of a space too large to enumerate, found as a strategy visits points. A
+// point is pruned (by `prune`, e.g. prune_before_compile) on its first visit: a runnable one takes the next
+// candidate slot (the table grows with the visits, not with the space); a pruned one goes to `on_pruned`
+// (a sweep stores it at once). Points `skip` names (stored before a resume) are neither. What was visited
+// is remembered by index, so that no point is reported twice, except what the caller marks as never asked
+// for again (a draw without replacement), so that memory follows the visits the caller needs remembered.
+class LazyCandidates {
+ public:
+  using Prune = std::function<PlannedConfig(const Params&)>;
+  using Sink = std::function<void(PlannedConfig&&)>;
+  using Skip = std::function<bool(const Params&)>;
+  // Throws FamilyError when the space's size does not fit in 64 bits (see SpaceIndex).
+  LazyCandidates(const KernelFamily& family, Prune prune, Sink on_pruned = {}, Skip skip = {});
+
+  enum class Fate { runnable, pruned, skipped };
+  struct Visit {
+    Fate fate = Fate::pruned;
+    std::size_t slot = 0;  // runnable: the candidate's slot
+  };
+  // The fate of the point at `index`, pruning it on its first visit. remember = false: the caller never asks
+  // for a pruned or skipped point again (runnable ones are always remembered).
+  Visit visit(std::uint64_t index, bool remember = true);
+  // A visited point's fate, if it was remembered.
+  std::optional<Visit> known(std::uint64_t index) const;
+
+  const SpaceIndex& space() const { return space_; }
+  std::vector<PlannedConfig>& candidates() { return candidates_; }
+  const std::vector<PlannedConfig>& candidates() const { return candidates_; }
+  std::uint64_t index_of(std::size_t slot) const { return indices_[slot]; }
+  std::uint64_t visited() const { return visited_; }
+  std::uint64_t pruned() const { return pruned_; }
+
+ private:
+  SpaceIndex space_;
+  Prune prune_;
+  Sink on_pruned_;
+  Skip skip_;
+  std::vector<PlannedConfig> candidates_;
+  std::vector<std::uint64_t> indices_;  // each candidate's space index
+  std::unordered_map<std::uint64_t, Visit> seen_;
+  std::uint64_t visited_ = 0, pruned_ = 0;
+};
 
 CompileJob compile_job(const KernelFamily& family, const DeviceLimits& device, const Params& params);
 

@@ -9,9 +9,13 @@
 #include <vector>
 
 #include "tiletune/family.hpp"
+#include "tiletune/plan.hpp"
 
 namespace tiletune {
 
+// Strategies speak in candidate slots. Over an enumerated space the candidates are fixed; over a space too
+// large to enumerate (see make_lazy_strategy) the strategy finds them as it goes, so the table grows during
+// next(): `times` may then be shorter than the table, a missing entry meaning "not measured".
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -24,6 +28,8 @@ class Strategy {
   // For a strategy whose order is not fixed: what it will ask for after the candidate next() just gave, so
   // that they compile together.
   virtual std::vector<std::size_t> upcoming() const { return {}; }
+  // Why next() stopped before its budget, when that is worth saying (empty otherwise).
+  virtual std::string stop_reason() const { return {}; }
 };
 
 std::vector<std::string> strategy_names();  // brute_force, random, annealing
@@ -31,6 +37,41 @@ std::vector<std::string> strategy_names();  // brute_force, random, annealing
 // budget: at most this many measurements (0: no limit beyond the candidate count).
 // Throws std::invalid_argument on an unknown name.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const KernelFamily& family,
-                                        const std::vector<Params>& candidates, std::size_t budget, std::uint64_t seed);
+                                        const std::vector<Params>& candidates, std::size_t budget,
+                                        std::uint64_t seed);
+
+// A sampling strategy over a space too large to enumerate gives up after this many draws in a row found
+// nothing runnable: a space so constrained is better described with fewer values, and the bound keeps a
+// sweep of a space without runnable points from drawing (and storing pruned points) forever.
+inline constexpr std::uint64_t kMaxFruitlessDraws = 100'000;
+
+// A seeded permutation of [0, n), computed one element at a time: a 4-round Feistel network over the
+// smallest power of four >= n, cycle-walked back into range. Reading it in order draws distinct indices
+// uniformly without replacement in constant memory, and it is invertible (where an index was drawn).
+class IndexShuffle {
+ public:
+  IndexShuffle(std::uint64_t n, std::uint64_t seed);
+  std::uint64_t size() const { return n_; }
+  // The index drawn at `position` (< size()).
+  std::uint64_t operator[](std::uint64_t position) const;
+  // The position at which `index` (< size()) is drawn.
+  std::uint64_t position_of(std::uint64_t index) const;
+
+ private:
+  std::uint64_t permute(std::uint64_t x) const;
+  std::uint64_t unpermute(std::uint64_t x) const;
+  std::uint64_t n_;
+  unsigned half_bits_;
+  std::uint64_t half_mask_;
+  std::uint64_t keys_[4];
+};
+
+// random or annealing over `space`, a space too large to enumerate, with memory that follows the budget:
+// random draws distinct indices through an IndexShuffle and prunes each as it is drawn; annealing computes
+// neighbours from indices and restarts at drawn points. Both stop after `budget` measurements, when the
+// space is spent, or after kMaxFruitlessDraws draws in a row found nothing runnable. Throws
+// std::invalid_argument on brute_force, an unknown name or a budget of 0.
+std::unique_ptr<Strategy> make_lazy_strategy(const std::string& name, LazyCandidates& space,
+                                             std::size_t budget, std::uint64_t seed);
 
 }  // namespace tiletune

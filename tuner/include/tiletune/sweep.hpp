@@ -54,6 +54,14 @@ struct SweepSummary {
   bool interrupted = false;
 };
 
+// How a sweep walks the family's space: enumerated (at most kMaxSpaceSize configurations, every strategy),
+// or sampled lazily (random or annealing with a budget over a larger space, with memory that follows the
+// budget). Throws SweepError, one line naming the space's size, for a space no sweep can walk: larger than
+// kMaxSpaceSize with brute force or without a budget, or larger than a 64-bit index holds. Needs no GPU, so
+// that the command refuses before it starts the worker.
+enum class SpaceWalk { enumerated, sampled };
+SpaceWalk sweep_space_walk(const KernelFamily& family, const SweepOptions& options);
+
 // Asks the worker for its device; throws SweepError "no CUDA GPU: ..." when there is none.
 DeviceLimits worker_device(WorkerProcess& worker);
 
