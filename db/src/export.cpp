@@ -1,6 +1,6 @@
-// Export (JSON, CSV, C++ header) and import (JSON) of what the store holds.
+// Export (JSON, C++ header) and import (JSON) of what the store holds; csv.cpp does CSV.
 #include <algorithm>
-#include <charconv>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -18,14 +18,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* export_format = "tiletune-export";
+using rows::ImportedResult;
+using rows::ImportedSweep;
+using rows::number_text;
 
-// Shortest text that reads back as the same double.
-std::string number_text(double value) {
-  std::array<char, 32> buffer{};
-  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  return ec == std::errc() ? std::string(buffer.data(), end) : std::string();
-}
+constexpr const char* export_format = "tiletune-export";
 
 template <typename T>
 json optional_json(const std::optional<T>& value) {
@@ -36,31 +33,8 @@ json optional_json(const std::optional<T>& value) {
   return *value;
 }
 
-// Sweeps oldest first, for files that read top to bottom.
-std::vector<SweepInfo> sweeps_for_export(const sql::Db& db, const std::string& family,
-                                         const std::string& device) {
-  rows::SweepFilter filter;
-  filter.family = family;
-  filter.device_name = device;
-  auto sweeps = rows::select_sweeps(db, filter);
-  std::reverse(sweeps.begin(), sweeps.end());
-  return sweeps;
-}
-
-std::string family_description(const sql::Db& db, const std::string& name, const std::string& template_hash) {
-  sql::Stmt select =
-      db.prepare("SELECT description_json FROM families WHERE name = ?1 AND template_hash = ?2");
-  select.bind(1, name).bind(2, template_hash);
-  return select.step() ? select.column_text(0) : "{}";
-}
-
-// A stored JSON column as an object; text that is not one (or nested too deep to parse safely, which only a
-// hand-edited row can be) exports as {}.
-json parse_object_or_empty(const std::string& text) {
-  if (json_depth(text) > kMaxJsonDepth) return json::object();
-  json parsed = json::parse(text, nullptr, false);
-  return parsed.is_object() ? parsed : json::object();
-}
+// A stored JSON column as an object; see rows::object_text_or_empty.
+json parse_object_or_empty(const std::string& text) { return json::parse(rows::object_text_or_empty(text)); }
 
 json result_to_json(const StoredResult& stored) {
   const ResultRecord& r = stored.record;
@@ -90,23 +64,7 @@ json result_to_json(const StoredResult& stored) {
               {"measured_at", stored.measured_at}};
 }
 
-// ---- import: everything is read and checked into these before the database is touched ----
-
-struct ImportedResult {
-  ResultRecord record;
-  std::string measured_at;
-};
-
-struct ImportedSweep {
-  std::string uid;
-  DeviceRecord device;
-  std::string family, template_hash, description_json;
-  ProblemKey problem;
-  std::string space_hash, kind, strategy, status, started_at;
-  std::optional<std::string> ended_at;
-  std::string tiletune_version, git_sha;
-  std::vector<ImportedResult> results;
-};
+// ---- import: everything is read and checked into rows::ImportedSweep before the database is touched ----
 
 // Reads one JSON object; every complaint names the place in the document ("sweeps[2].device.uuid").
 class Fields {
@@ -116,10 +74,13 @@ class Fields {
   }
 
   [[noreturn]] static void fail(const std::string& where, const std::string& why) {
-    throw StoreError(sql::one_line("import: " + where + " " + why));
+    rows::import_fail(where, why);
   }
 
   std::string at(const std::string& key) const { return where_ + "." + key; }
+  rows::Where where() const {
+    return [this](const std::string& key) { return at(key); };
+  }
 
   const json* find(const std::string& key) const {
     const auto it = object_.find(key);
@@ -185,43 +146,6 @@ class Fields {
   std::string where_;
 };
 
-// The values a measurement produces, held to the same rules on import: times positive and finite, counts and
-// ratios non-negative, an ok time from at least one run; a measured sweep's ok results have a time (only
-// ok results with a time are ever a best configuration). A plan's ok results have none.
-void check_values(const ResultRecord& r, const Fields& f, bool measured) {
-  const auto check = [&](const char* key, const std::optional<double>& value, bool positive,
-                         const char* what) {
-    if (value && (!std::isfinite(*value) || *value < 0 || (positive && *value == 0)))
-      Fields::fail(f.at(key), std::string("must be ") + what + ", got " + number_text(*value));
-  };
-  check("median_ms", r.median_ms, true, "a positive, finite time in ms");
-  check("min_ms", r.min_ms, true, "a positive, finite time in ms");
-  check("spread", r.spread, false, "non-negative and finite");
-  check("metric", r.metric, false, "non-negative and finite");
-  check("error", r.error, false, "non-negative and finite");
-  check("sm_clock_mhz", r.sm_clock_mhz, true, "positive and finite");
-  check("occupancy", r.occupancy, false, "between 0 and 1");
-  if (r.occupancy && *r.occupancy > 1)
-    Fields::fail(f.at("occupancy"), "must be between 0 and 1, got " + number_text(*r.occupancy));
-  if (r.median_ms && r.min_ms && *r.min_ms > *r.median_ms)
-    Fields::fail(f.at("min_ms"), "is larger than median_ms (" + number_text(*r.min_ms) + " > " +
-                                     number_text(*r.median_ms) + ")");
-  const std::pair<const char*, const std::optional<int>*> counts[] = {
-      {"registers", &r.registers},         {"static_smem", &r.static_smem},
-      {"dynamic_smem", &r.dynamic_smem},   {"local_bytes", &r.local_bytes},
-      {"spill_bytes", &r.spill_bytes},     {"threads_per_block", &r.threads_per_block},
-      {"active_blocks", &r.active_blocks}, {"active_warps", &r.active_warps}};
-  for (const auto& [key, value] : counts)
-    if (*value && **value < 0)
-      Fields::fail(f.at(key), "must not be negative, got " + std::to_string(**value));
-  if (r.outcome != Outcome::ok) return;
-  if (r.median_ms && r.repetitions < 1)
-    Fields::fail(f.at("repetitions"),
-                 "must be at least 1 for an ok result with a time, got " + std::to_string(r.repetitions));
-  if (measured && !r.median_ms)
-    Fields::fail(f.at("median_ms"), "is missing: an ok result of a measured sweep has a time");
-}
-
 ImportedResult read_result(const json& value, const std::string& where, const std::string& started_at,
                            bool measured) {
   const Fields f(value, where);
@@ -267,7 +191,7 @@ ImportedResult read_result(const json& value, const std::string& where, const st
   r.occupancy = f.optional_double("occupancy");
   r.sm_clock_mhz = f.optional_double("sm_clock_mhz");
   imported.measured_at = f.string("measured_at", false, started_at);
-  check_values(r, f, measured);
+  rows::check_measurement(r, measured, f.where());
   return imported;
 }
 
@@ -275,7 +199,6 @@ ImportedSweep read_sweep(const json& value, const std::string& where) {
   const Fields f(value, where);
   ImportedSweep s;
   s.uid = f.string("uid", true);
-  if (s.uid.empty()) Fields::fail(f.at("uid"), "is empty");
 
   const Fields device(f.need("device"), f.at("device"));
   s.device.name = device.string("name", true);
@@ -288,13 +211,11 @@ ImportedSweep read_sweep(const json& value, const std::string& where) {
   s.device.sm_count = static_cast<int>(sm_count);
   s.device.is_profile = device.boolean("is_profile");
   s.device.properties_json = device.object_text("properties");
-  if (s.device.name.empty() || s.device.uuid.empty()) Fields::fail(f.at("device"), "needs a name and a uuid");
 
   const Fields family(f.need("family"), f.at("family"));
   s.family = family.string("name", true);
   s.template_hash = family.string("template_hash", true);
   s.description_json = family.object_text("description");
-  if (s.family.empty()) Fields::fail(family.at("name"), "is empty");
 
   const Fields problem(f.need("problem"), f.at("problem"));
   try {
@@ -306,17 +227,13 @@ ImportedSweep read_sweep(const json& value, const std::string& where) {
 
   s.space_hash = f.string("space_hash", false);
   s.kind = f.string("kind", false, "sweep");
-  if (s.kind != "sweep" && s.kind != "plan")
-    Fields::fail(f.at("kind"), "'" + s.kind + "' is not sweep or plan");
   s.strategy = f.string("strategy", false);
   s.status = f.string("status", false, "done");
-  if (s.status != "running" && s.status != "done" && s.status != "interrupted")
-    Fields::fail(f.at("status"), "'" + s.status + "' is not running, done or interrupted");
   s.started_at = f.string("started_at", true);
-  if (s.started_at.empty()) Fields::fail(f.at("started_at"), "is empty");
   if (f.find("ended_at") != nullptr) s.ended_at = f.string("ended_at", false);
   s.tiletune_version = f.string("tiletune_version", false);
   s.git_sha = f.string("git_sha", false);
+  rows::check_sweep(s, f.where());
 
   const json& results = f.need("results");
   if (!results.is_array()) Fields::fail(f.at("results"), "must be an array");
@@ -367,28 +284,7 @@ std::vector<ImportedSweep> read_document(const std::string& text) {
   return imported;
 }
 
-// ---- CSV and C++ text ----
-
-// RFC 4180: a field with a comma, a quote or a line break is quoted, and its quotes doubled.
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + '"';
-}
-
-template <typename T>
-std::string csv_number(const std::optional<T>& value) {
-  if (!value) return "";
-  if constexpr (std::is_floating_point_v<T>) {
-    return number_text(*value);
-  } else {
-    return std::to_string(*value);
-  }
-}
+// ---- C++ text ----
 
 // A C++ string literal; octal escapes (at most three digits) cannot swallow the characters after them.
 std::string cpp_string(const std::string& text) {
@@ -430,10 +326,10 @@ std::string Store::export_json(const std::string& family, const std::string& dev
   const sql::Db& db = impl_->db;
   json sweeps = json::array();
   std::map<std::pair<std::string, std::string>, json> descriptions;
-  for (const SweepInfo& s : sweeps_for_export(db, family, device_name)) {
+  for (const SweepInfo& s : rows::sweeps_for_export(db, family, device_name)) {
     auto key = std::make_pair(s.family, s.template_hash);
     if (!descriptions.count(key))
-      descriptions[key] = parse_object_or_empty(family_description(db, s.family, s.template_hash));
+      descriptions[key] = parse_object_or_empty(rows::family_description(db, s.family, s.template_hash));
     json results = json::array();
     for (const StoredResult& r : rows::select_results(db, s.id)) results.push_back(result_to_json(r));
     sweeps.push_back(json{
@@ -468,73 +364,9 @@ std::string Store::export_json(const std::string& family, const std::string& dev
 
 ImportSummary Store::import_json(const std::string& text) {
   const std::vector<ImportedSweep> sweeps = read_document(text);
-  const sql::Db& db = impl_->db;
-  ImportSummary summary;
-  // One transaction for the whole file: a failure anywhere leaves the database as it was.
-  sql::Transaction transaction(db);
-  for (std::size_t i = 0; i < sweeps.size(); ++i) {
-    const ImportedSweep& s = sweeps[i];
-    if (rows::sweep_uid_exists(db, s.uid)) {
-      ++summary.sweeps_skipped;
-      continue;
-    }
-    const std::string where = "import: sweeps[" + std::to_string(i) + "]";
-    rows::SweepRow row;
-    row.uid = s.uid;
-    try {
-      row.device_id = rows::upsert_device(db, s.device, rows::OnConflict::keep);
-    } catch (const StoreError& e) {
-      throw StoreError(where + ".device: " + e.what());
-    }
-    try {
-      row.family_id =
-          rows::upsert_family(db, s.family, s.template_hash, s.description_json, rows::OnConflict::keep);
-    } catch (const StoreError& e) {
-      throw StoreError(where + ".family: " + e.what());
-    }
-    row.problem_id = rows::upsert_problem(db, s.problem);
-    row.space_hash = s.space_hash;
-    row.kind = s.kind;
-    row.strategy = s.strategy;
-    row.status = s.status;
-    row.started_at = s.started_at;
-    row.ended_at = s.ended_at;
-    row.tiletune_version = s.tiletune_version;
-    row.git_sha = s.git_sha;
-    try {
-      const std::int64_t sweep_id = rows::insert_sweep(db, row);
-      rows::ResultWriter writer(db, row.family_id);
-      for (const ImportedResult& r : s.results) writer.write(sweep_id, r.record, r.measured_at);
-    } catch (const StoreError& e) {
-      throw StoreError(sql::one_line(where + ": " + e.what()));
-    }
-    ++summary.sweeps_added;
-    summary.results_added += static_cast<int>(s.results.size());
-  }
-  transaction.commit();
-  return summary;
-}
-
-void Store::export_csv(std::ostream& out, const std::string& family, const std::string& device_name) const {
-  const sql::Db& db = impl_->db;
-  out << "sweep_uid,device,arch,family,size,args,params,outcome,reason,median_ms,min_ms,spread,repetitions,"
-         "metric,"
-         "metric_unit,error,registers,static_smem,dynamic_smem,occupancy,occupancy_limiter\r\n";
-  for (const SweepInfo& s : sweeps_for_export(db, family, device_name)) {
-    const std::string sweep_columns =
-        csv_field(s.uid) + ',' + csv_field(s.device.name) + ',' + csv_field(s.device.arch) + ',' +
-        csv_field(s.family) + ',' + csv_field(s.problem.size_text()) + ',' + csv_field(s.problem.args_text());
-    for (const StoredResult& stored : rows::select_results(db, s.id)) {
-      const ResultRecord& r = stored.record;
-      out << sweep_columns << ',' << csv_field(params_to_text(r.params)) << ',' << to_string(r.outcome) << ','
-          << csv_field(r.reason) << ',' << csv_number(r.median_ms) << ',' << csv_number(r.min_ms) << ','
-          << csv_number(r.spread) << ',' << r.repetitions << ',' << csv_number(r.metric) << ','
-          << csv_field(r.metric_unit) << ',' << csv_number(r.error) << ',' << csv_number(r.registers) << ','
-          << csv_number(r.static_smem) << ',' << csv_number(r.dynamic_smem) << ',' << csv_number(r.occupancy)
-          << ',' << csv_field(r.occupancy_limiter) << "\r\n";
-    }
-  }
-  if (!out) throw StoreError("export_csv: writing the output failed");
+  return rows::write_imported(impl_->db, sweeps, [](std::size_t i, const std::string& part) {
+    return "sweeps[" + std::to_string(i) + "]" + (part.empty() ? "" : "." + part);
+  });
 }
 
 void Store::export_header(std::ostream& out, const std::string& family,

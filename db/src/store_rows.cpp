@@ -1,11 +1,15 @@
 #include "store_rows.hpp"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "tiletune/json_depth.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune::rows {
 
@@ -421,6 +425,147 @@ std::vector<BestRow> select_best_per_problem(const sql::Db& db, const std::strin
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+std::string number_text(double value) {
+  std::array<char, 32> buffer{};
+  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return ec == std::errc() ? std::string(buffer.data(), end) : std::string();
+}
+
+std::vector<SweepInfo> sweeps_for_export(const sql::Db& db, const std::string& family,
+                                         const std::string& device_name) {
+  SweepFilter filter;
+  filter.family = family;
+  filter.device_name = device_name;
+  auto sweeps = select_sweeps(db, filter);
+  std::reverse(sweeps.begin(), sweeps.end());
+  return sweeps;
+}
+
+std::string family_description(const sql::Db& db, const std::string& name, const std::string& template_hash) {
+  sql::Stmt select =
+      db.prepare("SELECT description_json FROM families WHERE name = ?1 AND template_hash = ?2");
+  select.bind(1, name).bind(2, template_hash);
+  return select.step() ? select.column_text(0) : "{}";
+}
+
+std::string object_text_or_empty(const std::string& text) {
+  if (json_depth(text) > kMaxJsonDepth) return "{}";
+  const json parsed = json::parse(text, nullptr, false);
+  return parsed.is_object() ? parsed.dump() : "{}";
+}
+
+void import_fail(const std::string& where, const std::string& why) {
+  throw StoreError(sql::one_line("import: " + where + " " + why));
+}
+
+std::string shown(std::string_view text, std::size_t limit) {
+  std::string_view part = text;
+  if (part.size() > limit) {
+    // Cut at the start of a UTF-8 sequence, never inside one.
+    std::size_t cut = limit;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    part = text.substr(0, cut);
+  }
+  return sql::one_line(printable(part)) + (part.size() < text.size() ? "..." : "");
+}
+
+std::string in_quotes(std::string_view text, std::size_t limit) { return "'" + shown(text, limit) + "'"; }
+
+void check_sweep(const ImportedSweep& s, const Where& where) {
+  if (s.uid.empty()) import_fail(where("uid"), "is empty");
+  if (s.device.name.empty() || s.device.uuid.empty()) import_fail(where("device"), "needs a name and a uuid");
+  if (s.family.empty()) import_fail(where("family.name"), "is empty");
+  if (s.kind != "sweep" && s.kind != "plan")
+    import_fail(where("kind"), in_quotes(s.kind) + " is not sweep or plan");
+  if (s.status != "running" && s.status != "done" && s.status != "interrupted")
+    import_fail(where("status"), in_quotes(s.status) + " is not running, done or interrupted");
+  if (s.started_at.empty()) import_fail(where("started_at"), "is empty");
+}
+
+void check_measurement(const ResultRecord& r, bool measured, const Where& where) {
+  const auto check = [&](const char* key, const std::optional<double>& value, bool positive,
+                         const char* what) {
+    if (value && (!std::isfinite(*value) || *value < 0 || (positive && *value == 0)))
+      import_fail(where(key), std::string("must be ") + what + ", got " + number_text(*value));
+  };
+  check("median_ms", r.median_ms, true, "a positive, finite time in ms");
+  check("min_ms", r.min_ms, true, "a positive, finite time in ms");
+  check("spread", r.spread, false, "non-negative and finite");
+  check("metric", r.metric, false, "non-negative and finite");
+  check("error", r.error, false, "non-negative and finite");
+  check("sm_clock_mhz", r.sm_clock_mhz, true, "positive and finite");
+  check("occupancy", r.occupancy, false, "between 0 and 1");
+  if (r.occupancy && *r.occupancy > 1)
+    import_fail(where("occupancy"), "must be between 0 and 1, got " + number_text(*r.occupancy));
+  if (r.median_ms && r.min_ms && *r.min_ms > *r.median_ms)
+    import_fail(where("min_ms"), "is larger than median_ms (" + number_text(*r.min_ms) + " > " +
+                                     number_text(*r.median_ms) + ")");
+  const std::pair<const char*, const std::optional<int>*> counts[] = {
+      {"registers", &r.registers},         {"static_smem", &r.static_smem},
+      {"dynamic_smem", &r.dynamic_smem},   {"local_bytes", &r.local_bytes},
+      {"spill_bytes", &r.spill_bytes},     {"threads_per_block", &r.threads_per_block},
+      {"active_blocks", &r.active_blocks}, {"active_warps", &r.active_warps}};
+  for (const auto& [key, value] : counts)
+    if (*value && **value < 0)
+      import_fail(where(key), "must not be negative, got " + std::to_string(**value));
+  if (r.repetitions < 0) import_fail(where("repetitions"), "is out of range");
+  if (r.outcome != Outcome::ok) return;
+  if (r.median_ms && r.repetitions < 1)
+    import_fail(where("repetitions"),
+                "must be at least 1 for an ok result with a time, got " + std::to_string(r.repetitions));
+  if (measured && !r.median_ms)
+    import_fail(where("median_ms"), "is missing: an ok result of a measured sweep has a time");
+}
+
+ImportSummary write_imported(const sql::Db& db, const std::vector<ImportedSweep>& sweeps,
+                             const std::function<std::string(std::size_t, const std::string&)>& where) {
+  ImportSummary summary;
+  // One transaction for the whole file: a failure anywhere leaves the database as it was.
+  sql::Transaction transaction(db);
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    const ImportedSweep& s = sweeps[i];
+    if (sweep_uid_exists(db, s.uid)) {
+      ++summary.sweeps_skipped;
+      continue;
+    }
+    const auto fail = [&](const std::string& part, const StoreError& e) -> StoreError {
+      return StoreError(sql::one_line("import: " + where(i, part) + ": " + e.what()));
+    };
+    SweepRow row;
+    row.uid = s.uid;
+    try {
+      row.device_id = upsert_device(db, s.device, OnConflict::keep);
+    } catch (const StoreError& e) {
+      throw fail("device", e);
+    }
+    try {
+      row.family_id = upsert_family(db, s.family, s.template_hash, s.description_json, OnConflict::keep);
+    } catch (const StoreError& e) {
+      throw fail("family", e);
+    }
+    row.problem_id = upsert_problem(db, s.problem);
+    row.space_hash = s.space_hash;
+    row.kind = s.kind;
+    row.strategy = s.strategy;
+    row.status = s.status;
+    row.started_at = s.started_at;
+    row.ended_at = s.ended_at;
+    row.tiletune_version = s.tiletune_version;
+    row.git_sha = s.git_sha;
+    try {
+      const std::int64_t sweep_id = insert_sweep(db, row);
+      ResultWriter writer(db, row.family_id);
+      for (const ImportedResult& r : s.results) writer.write(sweep_id, r.record, r.measured_at);
+    } catch (const StoreError& e) {
+      throw fail("", e);
+    }
+    ++summary.sweeps_added;
+    summary.results_added += static_cast<int>(s.results.size());
+  }
+  transaction.commit();
+  return summary;
 }
 
 }  // namespace tiletune::rows

@@ -1,9 +1,12 @@
-// Row-level reads and writes shared by the store (store.cpp) and export/import (export.cpp).
+// Row-level reads and writes shared by the store (store.cpp) and export/import (export.cpp: JSON; csv.cpp:
+// CSV), and what the two importers share: the values they read, the rules those are held to, the writing.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sqlite.hpp"
@@ -78,6 +81,61 @@ struct BestRow {
 };
 std::vector<BestRow> select_best_per_problem(const sql::Db& db, const std::string& family,
                                              const std::string& device_name);
+
+// ---- export and import, shared by export.cpp (JSON) and csv.cpp (CSV) ----
+
+// Shortest text that reads back as the same double ("" when it cannot be written).
+std::string number_text(double value);
+// Sweeps oldest first, for files that read top to bottom. Empty filters mean any.
+std::vector<SweepInfo> sweeps_for_export(const sql::Db& db, const std::string& family,
+                                         const std::string& device_name);
+// The stored description of a family version, "{}" when there is none.
+std::string family_description(const sql::Db& db, const std::string& name, const std::string& template_hash);
+// A stored JSON column as compact JSON object text; text that is not an object (or nested too deep to parse
+// safely, which only a hand-edited row can be) becomes "{}".
+std::string object_text_or_empty(const std::string& text);
+
+// A file's content, read and checked before the database is touched.
+struct ImportedResult {
+  ResultRecord record;
+  std::string measured_at;
+};
+
+struct ImportedSweep {
+  std::string uid;
+  DeviceRecord device;
+  std::string family, template_hash, description_json;
+  ProblemKey problem;
+  std::string space_hash, kind, strategy, status, started_at;
+  std::optional<std::string> ended_at;
+  std::string tiletune_version, git_sha;
+  std::vector<ImportedResult> results;
+};
+
+// Names the place of a value in the file, by its key in the JSON export ("median_ms", "device.sm_count"):
+// "sweeps[2].results[0].median_ms", "line 5, field 10 (median_ms)".
+using Where = std::function<std::string(const std::string& key)>;
+// Throws StoreError "import: WHERE WHY" on one line.
+[[noreturn]] void import_fail(const std::string& where, const std::string& why);
+// A value from a file as a message quotes it: 'text', its control characters escaped and invalid UTF-8
+// replaced (see utf8.hpp), cut after `limit` bytes so that a hostile field cannot make a huge message.
+std::string in_quotes(std::string_view text, std::size_t limit = 80);
+// The same without the quotes, for a message that another parser wrote about the value.
+std::string shown(std::string_view text, std::size_t limit);
+
+// The sweep-level rules: a uid, a device name and uuid, a family name, kind sweep or plan, a known status, a
+// start time. The readers check types and sm_count; this holds the values to what a sweep can be.
+void check_sweep(const ImportedSweep& sweep, const Where& where);
+// The values a measurement produces, held to the same rules on import: times positive and finite, counts and
+// ratios non-negative, an ok time from at least one run; a measured sweep's ok results have a time (only ok
+// results with a time are ever a best configuration). A plan's ok results have none.
+void check_measurement(const ResultRecord& result, bool measured, const Where& where);
+
+// Adds, in one BEGIN IMMEDIATE transaction, every sweep whose uid the database does not have; a failure
+// anywhere (a device that would take over a stored one, a full disk) leaves the database as it was. Throws
+// StoreError "import: PLACE: WHY", PLACE being where(sweep index, part) with part "device", "family" or "".
+ImportSummary write_imported(const sql::Db& db, const std::vector<ImportedSweep>& sweeps,
+                             const std::function<std::string(std::size_t, const std::string&)>& where);
 
 }  // namespace rows
 }  // namespace tiletune

@@ -406,3 +406,119 @@ TEST(Cli, ReadCommandsWorkInAReadOnlyDirectory) {
   check_reads(prefix, false);
   fs::permissions(dir.path / "ro", fs::perms::owner_all, fs::perm_options::add);
 }
+
+// ---- tiletune import with CSV: the format by content or --format, and every error one line naming the file,
+// the line and the field, with nothing imported ----
+
+namespace csv_import_cli {
+
+std::string without_exported_at(const std::string& json_text) {
+  auto doc = nlohmann::json::parse(json_text);
+  doc.erase("exported_at");
+  return doc.dump();
+}
+
+}  // namespace csv_import_cli
+
+TEST(Cli, CsvExportImportsElsewhereAsTheSameSweeps) {
+  TempDir dir;
+  write_text(dir.path / "good.json", export_document("0.5"));
+  ASSERT_EQ(tiletune_cmd("import good.json", dir).status, 0);
+  ASSERT_EQ(
+      tiletune_cmd("plan --family gemm_tiled --size 64x64x64 --device-profile h100 --no-compile --store", dir)
+          .status,
+      0);
+  ASSERT_EQ(tiletune_cmd("export --format csv -o all.csv", dir).status, 0);
+  const CmdResult imported = tiletune_cmd("import all.csv --db copy.db", dir);
+  ASSERT_EQ(imported.status, 0) << imported.err;
+  EXPECT_NE(imported.out.find("imported 2 sweeps ("), std::string::npos) << imported.out;
+  const CmdResult original = tiletune_cmd("export", dir), copy = tiletune_cmd("export --db copy.db", dir);
+  ASSERT_EQ(copy.status, 0) << copy.err;
+  EXPECT_EQ(csv_import_cli::without_exported_at(copy.out), csv_import_cli::without_exported_at(original.out));
+  EXPECT_EQ(tiletune_cmd("export --format csv --db copy.db", dir).out, read_bytes(dir.path / "all.csv"));
+
+  // Again, by content or by --format: nothing new. LF line endings and a byte order mark are fine.
+  const CmdResult again = tiletune_cmd("import all.csv --db copy.db --format csv", dir);
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find("imported 0 sweeps (0 results), skipped 2 already present"), std::string::npos)
+      << again.out;
+  std::string lf = read_bytes(dir.path / "all.csv");
+  for (std::size_t at = 0; (at = lf.find("\r\n", at)) != std::string::npos;) lf.erase(at, 1);
+  write_text(dir.path / "lf.csv", "\xEF\xBB\xBF" + lf);
+  const CmdResult from_lf = tiletune_cmd("import lf.csv --db lf.db", dir);
+  EXPECT_EQ(from_lf.status, 0) << from_lf.err;
+  EXPECT_EQ(csv_import_cli::without_exported_at(tiletune_cmd("export --db lf.db", dir).out),
+            csv_import_cli::without_exported_at(original.out));
+  // A JSON export is told by its '{', after a byte order mark and white space.
+  write_text(dir.path / "spaced.json", "\xEF\xBB\xBF \r\n\t" + export_document("0.5"));
+  const CmdResult json = tiletune_cmd("import spaced.json --db json.db", dir);
+  EXPECT_EQ(json.status, 0) << json.err;
+  EXPECT_NE(json.out.find("imported 1 sweeps (1 results)"), std::string::npos) << json.out;
+  // The wrong --format says what it read.
+  const CmdResult as_json = tiletune_cmd("import all.csv --db other.db --format json", dir);
+  EXPECT_EQ(as_json.status, 1);
+  EXPECT_EQ(lines(as_json.err), 1) << as_json.err;
+  EXPECT_NE(as_json.err.find("all.csv: not valid JSON"), std::string::npos) << as_json.err;
+  const CmdResult as_csv = tiletune_cmd("import good.json --db other.db --format csv", dir);
+  EXPECT_EQ(as_csv.status, 1);
+  EXPECT_NE(as_csv.err.find("good.json: line 1, field 1 has a quote but does not start with one"),
+            std::string::npos)
+      << as_csv.err;
+  const CmdResult usage = tiletune_cmd("import all.csv --format xml", dir);
+  EXPECT_EQ(usage.status, 2);
+  EXPECT_NE(usage.err.find("--format must be json or csv"), std::string::npos) << usage.err;
+}
+
+TEST(Cli, InvalidCsvNamesTheLineAndFieldAndChangesNothing) {
+  TempDir dir;
+  write_text(dir.path / "good.json", export_document("0.5"));
+  ASSERT_EQ(tiletune_cmd("import good.json", dir).status, 0);
+  const std::string csv = tiletune_cmd("export --format csv", dir).out;
+  ASSERT_EQ(lines(csv), 2) << csv;
+  const std::string header = csv.substr(0, csv.find("\r\n") + 2);
+  std::string row = csv.substr(header.size());
+  ASSERT_EQ(row.find(",0.5,"), row.find(",ok,") + 4) << row;  // the median follows the empty reason
+  const auto with_median = [&](const std::string& median, const std::string& uid) {
+    std::string r = row;
+    r.replace(r.find(",0.5,") + 1, 3, median);
+    r.replace(0, r.find(','), uid);
+    return header + r;
+  };
+  std::filesystem::create_directory(dir.path / "folder");
+  const std::string db_before = read_bytes(dir.path / "tiletune.db");
+  const std::string before = tiletune_cmd("export --format csv", dir).out;
+  struct Case {
+    std::string file, text, expect;
+  } cases[] = {
+      {"bad.csv", with_median("-1", std::string(32, 'a')),
+       "tiletune import: bad.csv: line 2, field 10 (median_ms) must be a positive, finite time in ms, got -1 "
+       "(nothing imported)"},
+      {"bad.csv", with_median("fast", std::string(32, 'b')),
+       "bad.csv: line 2, field 10 (median_ms) must be a number or empty, got 'fast' (nothing imported)"},
+      {"quote.csv", with_median("\"0.5", std::string(32, 'c')),
+       "quote.csv: line 2, field 10 (median_ms) opens a quote that is never closed (nothing imported)"},
+      {"ragged.csv", header + "abc,def\r\n",
+       "ragged.csv: line 2 has 2 fields, the header 42 (nothing imported)"},
+      {"columns.csv", "sweep_uid,\"median\r\nms\"\r\n",
+       "columns.csv: line 1, field 2 is 'median\\x0d ms', which is not a column of a tiletune CSV export"},
+      {"escape.csv", "sweep_uid,\x1b[2Jx\xff\r\n", "escape.csv: line 1, field 2 is '\\x1b[2Jx\xEF\xBF\xBD'"},
+      {"empty.csv", "",
+       "empty.csv: the text is empty, without the header row of a CSV export (nothing imported)"},
+      // The second sweep is invalid: the first is not stored either.
+      {"two.csv",
+       with_median("0.25", std::string(32, 'd')) +
+           with_median("0", std::string(32, 'e')).substr(header.size()),
+       "two.csv: line 3, field 10 (median_ms) must be a positive"},
+      {"folder", "", "tiletune import: cannot read folder: a directory"},
+  };
+  for (const auto& c : cases) {
+    if (c.file != "folder") write_text(dir.path / c.file, c.text);
+    const CmdResult r = tiletune_cmd("import " + c.file, dir);
+    EXPECT_EQ(r.status, 1) << c.file << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << c.file << ": " << r.err;
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << "a raw escape reached the terminal: " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.file << ": " << r.err;
+  }
+  EXPECT_EQ(tiletune_cmd("export --format csv", dir).out, before);
+  EXPECT_EQ(read_bytes(dir.path / "tiletune.db"), db_before);
+}

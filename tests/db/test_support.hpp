@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tiletune/store.hpp"
 
@@ -131,6 +133,59 @@ inline int count_rows(const std::string& csv_or_text, char separator = '\n') {
 
 inline bool one_line(const std::string& text) {
   return text.find('\n') == std::string::npos && !text.empty();
+}
+
+// RFC 4180 reader for the tests: quoted fields may hold commas, doubled quotes and line breaks; records end
+// in CRLF.
+inline std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(std::exchange(field, ""));
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      rows.back().push_back(std::exchange(field, ""));
+      rows.emplace_back();
+      ++i;
+    } else {
+      field += c;
+    }
+  }
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+// The inverse: every field that needs it quoted, records joined by `eol`.
+inline std::string write_csv(const std::vector<std::vector<std::string>>& rows,
+                             const std::string& eol = "\r\n") {
+  std::string text;
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (i > 0) text += ',';
+      if (row[i].find_first_of(",\"\r\n") == std::string::npos) {
+        text += row[i];
+        continue;
+      }
+      text += '"';
+      for (const char c : row[i]) text += c == '"' ? std::string("\"\"") : std::string(1, c);
+      text += '"';
+    }
+    text += eol;
+  }
+  return text;
 }
 
 }  // namespace tiletune::test

@@ -72,5 +72,6 @@ int cmd_export(const std::vector<std::string>& argv);
 int cmd_import(const std::vector<std::string>& argv);
 int cmd_sweep(const std::vector<std::string>& argv);
 int cmd_bench(const std::vector<std::string>& argv);
+int cmd_report(const std::vector<std::string>& argv);
 
 }  // namespace tiletune::cli

@@ -20,7 +20,8 @@ commands:
   query     the best stored configuration for a family, device and problem
   show      a sweep's results, best first
   export    write stored results as JSON, CSV or a C++ header
-  import    read results exported as JSON
+  import    read results exported as JSON or CSV
+  report    write a self-contained HTML report of stored sweeps (charts, outcomes, device, provenance)
 )";
 
 }  // namespace
@@ -39,7 +40,8 @@ int main(int argc, char** argv) {
   }
   const std::map<std::string, int (*)(const std::vector<std::string>&)> commands = {
       {"devices", cmd_devices}, {"plan", cmd_plan},     {"query", cmd_query}, {"show", cmd_show},
-      {"export", cmd_export},   {"import", cmd_import}, {"sweep", cmd_sweep}, {"bench", cmd_bench}};
+      {"export", cmd_export},   {"import", cmd_import}, {"sweep", cmd_sweep}, {"bench", cmd_bench},
+      {"report", cmd_report}};
   const auto it = commands.find(argv[1]);
   if (it == commands.end()) {
     std::cerr << "tiletune: unknown command '" << tiletune::printable(argv[1])

@@ -2,6 +2,7 @@
 // Applications read through client.hpp instead.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
@@ -69,6 +70,16 @@ struct ImportSummary {
   int sweeps_added = 0, sweeps_skipped = 0, results_added = 0;
 };
 
+// What one CSV import holds at most, so that a hostile file fails cleanly instead of exhausting memory (what
+// it holds grows with the rows and the sweeps, each a few hundred bytes to a few kilobytes, whatever their
+// text). The defaults take an export of a million results; tests lower them.
+struct CsvImportLimits {
+  std::size_t max_bytes = std::size_t{512} << 20;      // the whole text
+  std::size_t max_field_bytes = std::size_t{1} << 20;  // one field: a compile log, a family description
+  std::size_t max_rows = 1'000'000;                    // rows after the header
+  std::size_t max_sweeps = 100'000;                    // different sweep uids
+};
+
 class Store {
  public:
   enum class Mode { read_only, read_write };
@@ -120,9 +131,17 @@ class Store {
   // Validates the whole document before writing anything; one transaction; sweeps already present (same uid)
   // are skipped. Throws StoreError on malformed input, leaving the database unchanged.
   ImportSummary import_json(const std::string& text);
-  // One row per result with sweep, device, family, problem columns; RFC 4180 quoting.
+  // One RFC 4180 row per result (CRLF, a header row), with every column the JSON export has: the result's,
+  // and its sweep's repeated on each row; a sweep without results is one row with empty result columns
+  // (db/SCHEMA.md lists the columns).
   void export_csv(std::ostream& out, const std::string& family = "",
                   const std::string& device_name = "") const;
+  // Reads what export_csv writes, as import_json does: the whole text is checked before anything is written,
+  // in one transaction; sweeps already present (same uid) are skipped. Takes LF or CRLF and a UTF-8 BOM;
+  // invalid UTF-8 in a field is replaced by U+FFFD. Throws StoreError with one line naming the line and the
+  // field ("import: line 5, field 10 (median_ms) must be a positive, finite time in ms, got -1"), leaving the
+  // database unchanged.
+  ImportSummary import_csv(const std::string& text, const CsvImportLimits& limits = {});
   // A C++17 header with the best ok configuration of each (family, device, problem).
   void export_header(std::ostream& out, const std::string& family = "",
                      const std::string& device_name = "") const;
