@@ -27,12 +27,14 @@ inline std::filesystem::path tiletune_binary() {
 
 inline std::filesystem::path templates_dir() {
   const char* env = std::getenv("TILETUNE_TEMPLATES");
-  return first_existing({env ? env : "", self_dir() / "../../../share/tiletune/kernel_templates", TILETUNE_SOURCE_TEMPLATES});
+  return first_existing(
+      {env ? env : "", self_dir() / "../../../share/tiletune/kernel_templates", TILETUNE_SOURCE_TEMPLATES});
 }
 
 inline std::filesystem::path fixtures_dir() {
   const char* env = std::getenv("TILETUNE_FIXTURES");
-  return first_existing({env ? env : "", self_dir() / "../../../share/tiletune/test_fixtures", TILETUNE_SOURCE_FIXTURES});
+  return first_existing(
+      {env ? env : "", self_dir() / "../../../share/tiletune/test_fixtures", TILETUNE_SOURCE_FIXTURES});
 }
 
 // A fresh folder under the system temp dir, removed at scope exit.

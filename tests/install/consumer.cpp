@@ -1,8 +1,7 @@
 // Asks an installed tiletune's client library for a configuration: a missing database is an error line,
 // never an exception.
-#include <tiletune/client.hpp>
-
 #include <cstdio>
+#include <tiletune/client.hpp>
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
@@ -14,6 +13,7 @@ int main(int argc, char** argv) {
   }
   tiletune::Query q{"gemm_tiled", "NVIDIA H100 80GB HBM3", "sm_90", {{1000, 1000, 1000}, {}}};
   const auto best = client->best(q, {{"TILE_WIDTH", 16}});
-  std::printf("%s: %s\n", std::string(tiletune::to_string(best.match)).c_str(), tiletune::params_to_text(best.params).c_str());
+  std::printf("%s: %s\n", std::string(tiletune::to_string(best.match)).c_str(),
+              tiletune::params_to_text(best.params).c_str());
   return 0;
 }

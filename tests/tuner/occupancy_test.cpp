@@ -1,13 +1,14 @@
-#include <gtest/gtest.h>
-
 #include "tiletune/occupancy.hpp"
+
+#include <gtest/gtest.h>
 
 using namespace tiletune;
 
 // Each expectation is worked out by hand from the device's per-SM limits: registers are allocated per warp
 // in units of 256, shared memory per block includes the 1 KB the driver reserves.
 TEST(Occupancy, H100ThreadsAndRegistersTie) {
-  // 256 threads x 32 regs: 8 warps x 1024 regs = 8192 per block -> 8 blocks by registers; 2048/256 = 8 by threads.
+  // 256 threads x 32 regs: 8 warps x 1024 regs = 8192 per block -> 8 blocks by registers; 2048/256 = 8 by
+  // threads.
   const Occupancy o = compute_occupancy(load_profile("h100"), 256, 32, 0, 0);
   EXPECT_EQ(o.active_blocks, 8);
   EXPECT_EQ(o.active_warps, 64);

@@ -1,3 +1,5 @@
+#include "tiletune/strategy.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 
 #include "../test_paths.hpp"
 #include "tiletune/plan.hpp"
-#include "tiletune/strategy.hpp"
 
 using namespace tiletune;
 
@@ -15,7 +16,8 @@ namespace {
 
 // A made-up landscape over gemm_tiled's space with one best point, to drive strategies without a GPU.
 double cost(const Params& p) {
-  return 1.0 + std::abs(std::log2(static_cast<double>(p.at("TILE_WIDTH")) / 32)) + std::abs(std::log2(static_cast<double>(p.at("BLOCK_Y")) / 8)) +
+  return 1.0 + std::abs(std::log2(static_cast<double>(p.at("TILE_WIDTH")) / 32)) +
+         std::abs(std::log2(static_cast<double>(p.at("BLOCK_Y")) / 8)) +
          0.5 * std::abs(std::log2(static_cast<double>(p.at("TILE_K")) / 32));
 }
 
@@ -24,7 +26,8 @@ std::vector<Params> runnable_on_h100(const KernelFamily& f) {
   std::vector<Params> out;
   const DeviceLimits h100 = load_profile("h100");
   for (const auto& p : enumerate_space(f))
-    if (prune_before_compile(f, h100, f.make_problem({1000, 1000, 1000}, {}), p).outcome == Outcome::ok) out.push_back(p);
+    if (prune_before_compile(f, h100, f.make_problem({1000, 1000, 1000}, {}), p).outcome == Outcome::ok)
+      out.push_back(p);
   return out;
 }
 
@@ -76,7 +79,8 @@ TEST(Strategy, AnnealingAsksForWhatItAnnounced) {
     double c = 1.0;
     for (const auto& param : f.parameters) {
       const auto& v = param.values;
-      c += std::abs(std::find(v.begin(), v.end(), p.at(param.name)) - std::find(v.begin(), v.end(), best.at(param.name)));
+      c += std::abs(std::find(v.begin(), v.end(), p.at(param.name)) -
+                    std::find(v.begin(), v.end(), best.at(param.name)));
     }
     return c;
   };

@@ -6,7 +6,8 @@ namespace tiletune::cli {
 
 int cmd_devices(const std::vector<std::string>& argv) {
   po::options_description desc("options");
-  if (!parse("devices", "Lists the CUDA GPUs present and the built-in device profiles.", desc, argv)) return 0;
+  if (!parse("devices", "Lists the CUDA GPUs present and the built-in device profiles.", desc, argv))
+    return 0;
   std::string why;
   const auto present = present_devices(&why);
   auto row = [](const DeviceLimits& d, const std::string& id) {
@@ -20,11 +21,13 @@ int cmd_devices(const std::vector<std::string>& argv) {
                                     d.is_profile ? "profile" : d.uuid};
   };
   const std::vector<std::string> header = {"id", "name", "arch", "SMs", "smem/block", "L2", "clock", "uuid"};
-  if (present.empty()) std::cout << why << "\n";
+  if (present.empty())
+    std::cout << why << "\n";
   else {
     std::vector<std::vector<std::string>> rows;
     for (const auto& d : present) rows.push_back(row(d, std::to_string(d.ordinal)));
-    std::cout << "GPUs present (driver " << present.front().driver_version << ", runtime " << present.front().runtime_version << "):\n";
+    std::cout << "GPUs present (driver " << present.front().driver_version << ", runtime "
+              << present.front().runtime_version << "):\n";
     print_table(std::cout, header, rows);
   }
   std::vector<std::vector<std::string>> rows;

@@ -11,13 +11,15 @@ int cmd_query(const std::vector<std::string>& argv) {
   std::string device_name, arch;
   po::options_description desc("options");
   add_common(desc, c, false, true);
-  desc.add_options()
-      ("device", po::value(&device_name), "device name as the driver reports it (default: GPU --gpu, if present)")
-      ("arch", po::value(&arch), "architecture for the same-architecture fallback, e.g. sm_90")
-      ("json", "print JSON");
+  desc.add_options()("device", po::value(&device_name),
+                     "device name as the driver reports it (default: GPU --gpu, if present)")(
+      "arch", po::value(&arch), "architecture for the same-architecture fallback, e.g. sm_90")("json",
+                                                                                               "print JSON");
   if (!parse("query",
-             "Prints the best stored configuration for a family, device and problem. When that exact problem was not\n"
-             "tuned it falls back to the nearest tuned size on the device, then to the same architecture, then to\n"
+             "Prints the best stored configuration for a family, device and problem. When that exact problem "
+             "was not\n"
+             "tuned it falls back to the nearest tuned size on the device, then to the same architecture, "
+             "then to\n"
              "the family's defaults, and says which.",
              desc, argv))
     return 0;
@@ -53,12 +55,9 @@ int cmd_query(const std::vector<std::string>& argv) {
   }
   const Lookup r = client->best(q);
   if (vm.count("json")) {
-    nlohmann::json j = {{"family", c.family},
-                        {"device", device_name},
-                        {"problem", problem_text(q.problem)},
-                        {"match", to_string(r.match)},
-                        {"params", r.params},
-                        {"message", r.message}};
+    nlohmann::json j = {
+        {"family", c.family},          {"device", device_name}, {"problem", problem_text(q.problem)},
+        {"match", to_string(r.match)}, {"params", r.params},    {"message", r.message}};
     if (r.match != Match::not_found) {
       j["tuned_on"] = r.device_name;
       j["tuned_problem"] = problem_text(r.problem);
@@ -68,7 +67,9 @@ int cmd_query(const std::vector<std::string>& argv) {
     std::cout << j.dump(1) << "\n";
   } else {
     std::cout << params_to_text(r.params) << "\n" << r.message << "\n";
-    if (r.median_ms) std::cout << "median " << fmt(*r.median_ms, 4) << " ms" << (r.metric ? ", " + fmt(*r.metric, 1) + " " + r.metric_unit : "") << "\n";
+    if (r.median_ms)
+      std::cout << "median " << fmt(*r.median_ms, 4) << " ms"
+                << (r.metric ? ", " + fmt(*r.metric, 1) + " " + r.metric_unit : "") << "\n";
   }
   return r.match == Match::not_found ? 3 : 0;
 }

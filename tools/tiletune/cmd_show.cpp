@@ -12,12 +12,14 @@ int cmd_show(const std::vector<std::string>& argv) {
   std::string device;
   po::options_description desc("options");
   add_common(desc, c, false, false);
-  desc.add_options()
-      ("sweep", po::value(&sweep_id), "sweep id (default: the newest matching --family/--size/--device)")
-      ("device", po::value(&device), "device name filter")
-      ("limit,n", po::value(&limit)->default_value(limit), "rows to show (0: all)")
-      ("list", "list the stored sweeps instead");
-  if (!parse("show", "Shows a sweep's results, fastest first, then the configurations that did not run and why.", desc, argv))
+  desc.add_options()("sweep", po::value(&sweep_id),
+                     "sweep id (default: the newest matching --family/--size/--device)")(
+      "device", po::value(&device), "device name filter")("limit,n", po::value(&limit)->default_value(limit),
+                                                          "rows to show (0: all)")(
+      "list", "list the stored sweeps instead");
+  if (!parse("show",
+             "Shows a sweep's results, fastest first, then the configurations that did not run and why.",
+             desc, argv))
     return 0;
   po::variables_map vm;
   po::store(po::command_line_parser(argv).options(desc).run(), vm);
@@ -27,21 +29,25 @@ int cmd_show(const std::vector<std::string>& argv) {
   if (vm.count("list")) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& s : store.sweeps(c.family, device, problem))
-      rows.push_back({std::to_string(s.id), s.kind, s.family, problem_text(s.problem), s.device.name, s.status,
-                      std::to_string(s.result_count), s.started_at});
-    print_table(std::cout, {"id", "kind", "family", "problem", "device", "status", "results", "started"}, rows);
+      rows.push_back({std::to_string(s.id), s.kind, s.family, problem_text(s.problem), s.device.name,
+                      s.status, std::to_string(s.result_count), s.started_at});
+    print_table(std::cout, {"id", "kind", "family", "problem", "device", "status", "results", "started"},
+                rows);
     return 0;
   }
   std::optional<SweepInfo> sweep;
-  if (sweep_id) sweep = store.sweep(sweep_id);
+  if (sweep_id)
+    sweep = store.sweep(sweep_id);
   else {
     auto all = store.sweeps(c.family, device, problem);
     if (!all.empty()) sweep = all.front();
   }
-  if (!sweep) throw std::runtime_error("no matching sweep in " + c.db + (sweep_id ? " (id " + std::to_string(sweep_id) + ")" : ""));
-  std::cout << "sweep " << sweep->id << " (" << sweep->kind << ", " << sweep->status << "): " << sweep->family << " at "
-            << problem_text(sweep->problem) << " on " << sweep->device.name << ", started " << sweep->started_at
-            << (sweep->ended_at.empty() ? "" : ", ended " + sweep->ended_at) << "\n\n";
+  if (!sweep)
+    throw std::runtime_error("no matching sweep in " + c.db +
+                             (sweep_id ? " (id " + std::to_string(sweep_id) + ")" : ""));
+  std::cout << "sweep " << sweep->id << " (" << sweep->kind << ", " << sweep->status << "): " << sweep->family
+            << " at " << problem_text(sweep->problem) << " on " << sweep->device.name << ", started "
+            << sweep->started_at << (sweep->ended_at.empty() ? "" : ", ended " + sweep->ended_at) << "\n\n";
   const auto results = store.results(sweep->id);
   std::vector<std::vector<std::string>> rows;
   std::map<std::string, int> counts;
@@ -52,13 +58,16 @@ int cmd_show(const std::vector<std::string>& argv) {
     if (limit && shown >= limit) continue;
     if (x.outcome != Outcome::ok && shown > 0 && limit) continue;  // failures are counted below
     ++shown;
-    rows.push_back({std::to_string(shown), params_to_text(x.params), std::string(to_string(x.outcome)), fmt(x.median_ms, 4),
-                    x.spread ? fmt(100 * *x.spread, 1) + "%" : "-", x.metric ? fmt(*x.metric, 1) + " " + x.metric_unit : "-",
+    rows.push_back({std::to_string(shown), params_to_text(x.params), std::string(to_string(x.outcome)),
+                    fmt(x.median_ms, 4), x.spread ? fmt(100 * *x.spread, 1) + "%" : "-",
+                    x.metric ? fmt(*x.metric, 1) + " " + x.metric_unit : "-",
                     x.registers ? std::to_string(*x.registers) : "-",
                     x.occupancy ? fmt(100 * *x.occupancy, 0) + "% " + x.occupancy_limiter : "-",
                     x.outcome == Outcome::ok ? "" : x.reason.substr(0, x.reason.find('\n')).substr(0, 60)});
   }
-  print_table(std::cout, {"#", "config", "outcome", "median ms", "spread", "metric", "regs", "occupancy", "reason"}, rows);
+  print_table(std::cout,
+              {"#", "config", "outcome", "median ms", "spread", "metric", "regs", "occupancy", "reason"},
+              rows);
   std::cout << "\n";
   for (const auto& [k, n] : counts) std::cout << k << ": " << n << "  ";
   std::cout << "\n";

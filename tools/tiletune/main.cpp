@@ -39,9 +39,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, int (*)(const std::vector<std::string>&)> commands = {
-      {"devices", cmd_devices}, {"plan", cmd_plan},     {"query", cmd_query}, {"show", cmd_show},
-      {"export", cmd_export},   {"import", cmd_import}, {"sweep", cmd_sweep}, {"bench", cmd_bench},
-      {"report", cmd_report}};
+      {"devices", cmd_devices}, {"plan", cmd_plan},     {"query", cmd_query},
+      {"show", cmd_show},       {"export", cmd_export}, {"import", cmd_import},
+      {"sweep", cmd_sweep},     {"bench", cmd_bench},   {"report", cmd_report}};
   const auto it = commands.find(argv[1]);
   if (it == commands.end()) {
     std::cerr << "tiletune: unknown command '" << tiletune::printable(argv[1])

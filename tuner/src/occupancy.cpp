@@ -33,8 +33,8 @@ Occupancy compute_occupancy(const DeviceLimits& device, int threads_per_block, i
   cudaOccDeviceState state;  // default carveout: the driver picks the split that fits the most blocks
   cudaOccResult result;
   Occupancy occ;
-  const cudaOccError err = cudaOccMaxActiveBlocksPerMultiprocessor(&result, &prop, &attrs, &state, threads_per_block,
-                                                                   static_cast<size_t>(dynamic_smem));
+  const cudaOccError err = cudaOccMaxActiveBlocksPerMultiprocessor(
+      &result, &prop, &attrs, &state, threads_per_block, static_cast<size_t>(dynamic_smem));
   if (err != CUDA_OCC_SUCCESS) {
     occ.error = err == CUDA_OCC_ERROR_INVALID_INPUT ? "invalid input to the occupancy calculator"
                                                     : "the occupancy calculator does not know this device";

@@ -31,15 +31,16 @@ struct BenchRow {
   std::string baseline;  // "cublas_sgemm", "d2d_copy", or a family name
   std::string baseline_config;
   Timing baseline_time;
-  double ratio = 0;  // baseline time / our time: above 1 means faster than the baseline
+  double ratio = 0;                      // baseline time / our time: above 1 means faster than the baseline
   double ratio_low = 0, ratio_high = 0;  // from the quartiles of both
-  nlohmann::json extra;  // occupancy, registers, clock
+  nlohmann::json extra;                  // occupancy, registers, clock
 };
 
 // Measures the family's best stored configuration (or its default, saying so) and each baseline.
 std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const KernelFamily& family,
                                 const ProblemKey& problem, const Store& store, WorkerProcess& worker,
-                                const CompileCache& cache, const MeasureSettings& settings, std::ostream& log);
+                                const CompileCache& cache, const MeasureSettings& settings,
+                                std::ostream& log);
 
 nlohmann::json bench_json(const std::vector<BenchRow>& rows, const DeviceLimits& device);
 // Merges rows into an existing bench JSON document: a row with the same family, problem and baseline replaces

@@ -23,19 +23,19 @@ struct DeviceLimits {
   int max_blocks_per_sm = 32;
   int regs_per_sm = 65536;
   int regs_per_block = 65536;
-  long long shared_per_sm = 0;             // bytes
-  long long shared_per_block = 49152;      // static limit, and dynamic without opt-in
-  long long shared_per_block_optin = 0;    // the most one block may have after opting in
-  long long reserved_shared_per_block = 0; // what the driver keeps per block
+  long long shared_per_sm = 0;              // bytes
+  long long shared_per_block = 49152;       // static limit, and dynamic without opt-in
+  long long shared_per_block_optin = 0;     // the most one block may have after opting in
+  long long reserved_shared_per_block = 0;  // what the driver keeps per block
   long long l2_bytes = 0;
   long long global_memory_bytes = 0;
-  int clock_mhz = 0;         // SM boost clock
+  int clock_mhz = 0;  // SM boost clock
   int memory_clock_mhz = 0;
   int memory_bus_bits = 0;
   int driver_version = 0, runtime_version = 0;
-  int ordinal = -1;          // CUDA device index, -1 for a profile
+  int ordinal = -1;  // CUDA device index, -1 for a profile
   bool is_profile = false;
-  std::string profile;       // short profile name when is_profile
+  std::string profile;  // short profile name when is_profile
 
   std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
   DeviceRecord record() const;

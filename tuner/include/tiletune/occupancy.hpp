@@ -12,8 +12,9 @@ struct Occupancy {
   int active_blocks = 0;  // per SM
   int active_warps = 0;   // per SM
   double fraction = 0;    // active warps / max warps per SM
-  std::string limiter;    // the binding limits: "threads", "registers", "shared_memory", "blocks", "barriers", joined by '+' on a tie
-  std::string error;      // non-empty when the calculator refused the inputs
+  std::string limiter;  // the binding limits: "threads", "registers", "shared_memory", "blocks", "barriers",
+                        // joined by '+' on a tie
+  std::string error;    // non-empty when the calculator refused the inputs
 };
 
 Occupancy compute_occupancy(const DeviceLimits& device, int threads_per_block, int registers_per_thread,

@@ -28,8 +28,8 @@ class WorkerProcess {
 
   struct Reply {
     enum class Status { ok, timeout, died } status = Status::ok;
-    nlohmann::json body;   // when ok
-    std::string detail;    // when died: how the worker ended
+    nlohmann::json body;  // when ok
+    std::string detail;   // when died: how the worker ended
   };
 
   // Sends one request and waits up to timeout_s for its reply. On timeout the worker is killed; on death
