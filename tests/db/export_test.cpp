@@ -15,7 +15,9 @@ using nlohmann::json;
 using test::failed;
 using test::h100;
 using test::ok;
+using test::row_counts;
 using test::spec;
+using test::without_export_time;
 
 const DeviceRecord odd_device = test::device(R"(Lab "GPU" \ #2, rev. é)", "GPU-odd", "sm_89");
 const std::string awkward_reason = "bad, \"quoted\"\nsecond line";
@@ -45,22 +47,6 @@ void fill(Store& store) {
   store.finish_sweep(b, "interrupted");
   const std::int64_t c = store.begin_sweep(spec("gemm_tiled", h100, {2000, 2000, 2000}));
   store.add_results(c, {ok({{"TILE", 64}, {"BLOCK_Y", 8}}, 7.5)});
-}
-
-json without_export_time(const std::string& text) {
-  json doc = json::parse(text);
-  doc.erase("exported_at");
-  return doc;
-}
-
-std::map<std::string, int> row_counts(const std::filesystem::path& path) {
-  std::map<std::string, int> counts;
-  Store store = Store::open(path, Store::Mode::read_only);
-  for (const auto& s : store.sweeps()) {
-    ++counts["sweeps"];
-    counts["results"] += static_cast<int>(store.results(s.id).size());
-  }
-  return counts;
 }
 
 TEST(Export, JsonHasTheDocumentedShape) {
@@ -296,16 +282,7 @@ TEST(Export, ImportIsOneTransactionPerFile) {
   const auto target_path = dir / "target.db";
   Store target = Store::open(target_path);
   target.add_results(target.begin_sweep(spec("gemm_tiled", h100, {64, 64, 64})), {ok({{"TILE", 8}}, 0.05)});
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(target_path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db,
-                           "CREATE TRIGGER refuse BEFORE INSERT ON results WHEN NEW.reason = 'refuse me' "
-                           "BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-  }
+  ASSERT_NO_THROW(test::refuse_results_with_reason(target_path, "refuse me"));
   const auto counts_before = row_counts(target_path);
   const json dump_before = without_export_time(target.export_json());
   try {

@@ -1,7 +1,6 @@
 // Store::import_csv: a CSV export imports elsewhere as the same sweeps, and hostile text fails in one line
 // naming the line and the field, leaving the database as it was.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -17,7 +16,9 @@ using nlohmann::json;
 using test::failed;
 using test::h100;
 using test::ok;
+using test::row_counts;
 using test::spec;
+using test::without_export_time;
 using Table = std::vector<std::vector<std::string>>;
 
 const DeviceRecord odd_device = test::device(R"(Lab "GPU" \ #2, rev. é)", "GPU-odd", "sm_89");
@@ -70,22 +71,6 @@ std::string csv_of(const Store& store, const std::string& family = "") {
   std::ostringstream out;
   store.export_csv(out, family);
   return out.str();
-}
-
-json without_export_time(const std::string& text) {
-  json doc = json::parse(text);
-  doc.erase("exported_at");
-  return doc;
-}
-
-std::map<std::string, int> row_counts(const std::filesystem::path& path) {
-  std::map<std::string, int> counts;
-  Store store = Store::open(path, Store::Mode::read_only);
-  for (const auto& s : store.sweeps()) {
-    ++counts["sweeps"];
-    counts["results"] += static_cast<int>(store.results(s.id).size());
-  }
-  return counts;
 }
 
 std::size_t column(const Table& table, const std::string& name) {
@@ -474,16 +459,7 @@ TEST_F(ImportCsv, IsOneTransactionPerFile) {
   const auto target_path = dir / "target.db";
   Store target = Store::open(target_path);
   target.add_results(target.begin_sweep(spec("gemm_tiled", h100, {64, 64, 64})), {ok({{"TILE", 8}}, 0.05)});
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(target_path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db,
-                           "CREATE TRIGGER refuse BEFORE INSERT ON results WHEN NEW.reason = 'refuse me' "
-                           "BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-  }
+  ASSERT_NO_THROW(test::refuse_results_with_reason(target_path, "refuse me"));
   const auto counts_before = row_counts(target_path);
   try {
     target.import_csv(test::write_csv(table));

@@ -1,14 +1,18 @@
 // Shared helpers for the db tests: a scratch directory, file bytes, and sample sweeps and results.
 #pragma once
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -186,6 +190,35 @@ inline std::string write_csv(const std::vector<std::vector<std::string>>& rows,
     text += eol;
   }
   return text;
+}
+
+// An export's JSON without the one field that differs between two exports of the same store.
+inline nlohmann::json without_export_time(const std::string& text) {
+  nlohmann::json doc = nlohmann::json::parse(text);
+  doc.erase("exported_at");
+  return doc;
+}
+
+// How many sweeps and results the database at `path` holds.
+inline std::map<std::string, int> row_counts(const std::filesystem::path& path) {
+  std::map<std::string, int> counts;
+  Store store = Store::open(path, Store::Mode::read_only);
+  for (const auto& s : store.sweeps()) {
+    ++counts["sweeps"];
+    counts["results"] += static_cast<int>(store.results(s.id).size());
+  }
+  return counts;
+}
+
+// Makes the database at `path` refuse, as a full disk would, every result row whose reason is `reason`.
+inline void refuse_results_with_reason(const std::filesystem::path& path, const std::string& reason) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("cannot open " + path.string());
+  const std::string sql = "CREATE TRIGGER refuse BEFORE INSERT ON results WHEN NEW.reason = '" + reason +
+                          "' BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END";
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  if (rc != SQLITE_OK) throw std::runtime_error("cannot add the refusing trigger to " + path.string());
 }
 
 }  // namespace tiletune::test
