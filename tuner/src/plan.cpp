@@ -38,12 +38,15 @@ std::string describe_space(const KernelFamily& family) {
   return (size ? std::to_string(*size) : std::string("more than 2^64")) + " configurations (" + factors + ")";
 }
 
+std::string unaddressable_space(const KernelFamily& family) {
+  return family.name + ": the space has " + describe_space(family) +
+         ", more than a 64-bit index can address; give its parameters fewer values";
+}
+
 void check_space_enumerable(const KernelFamily& family) {
   // Counted, never built: a space too large to hold is refused in one line before anything is allocated.
   const auto size = space_size(family);
-  if (!size)
-    throw FamilyError(family.name + ": the space has " + describe_space(family) +
-                      ", more than a 64-bit index can address; give its parameters fewer values");
+  if (!size) throw FamilyError(unaddressable_space(family));
   if (*size > kMaxSpaceSize)
     throw FamilyError(
         family.name + ": the space has " + describe_space(family) + ", more than the " +
@@ -54,32 +57,16 @@ void check_space_enumerable(const KernelFamily& family) {
 
 std::vector<Params> enumerate_space(const KernelFamily& family) {
   check_space_enumerable(family);
-  const std::uint64_t size = *space_size(family);
+  const SpaceIndex space(family);
   std::vector<Params> out;
-  if (size == 0) return out;  // a parameter without values
-  out.reserve(static_cast<std::size_t>(size));
-  std::vector<std::size_t> index(family.parameters.size(), 0);
-  for (;;) {
-    Params p;
-    for (std::size_t i = 0; i < family.parameters.size(); ++i)
-      p[family.parameters[i].name] = family.parameters[i].values[index[i]];
-    out.push_back(std::move(p));
-    std::size_t k = family.parameters.size();
-    while (k > 0) {
-      --k;
-      if (++index[k] < family.parameters[k].values.size()) break;
-      index[k] = 0;
-      if (k == 0) return out;
-    }
-    if (family.parameters.empty()) return out;
-  }
+  out.reserve(static_cast<std::size_t>(space.size()));
+  for (std::uint64_t i = 0; i < space.size(); ++i) out.push_back(space.at(i));
+  return out;
 }
 
 SpaceIndex::SpaceIndex(const KernelFamily& family) {
   const auto size = space_size(family);
-  if (!size)
-    throw FamilyError(family.name + ": the space has " + describe_space(family) +
-                      ", more than a 64-bit index can address; give its parameters fewer values");
+  if (!size) throw FamilyError(unaddressable_space(family));
   size_ = *size;
   for (const auto& p : family.parameters) {
     names_.push_back(p.name);

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <random>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tiletune {
 
@@ -143,21 +143,23 @@ class AnnealingStrategy : public Strategy {
   std::vector<std::size_t> batch_, measured_batch_, speculative_;
 };
 
-// Annealing over an enumerated space's runnable candidates.
+// Annealing over an enumerated space's runnable candidates; neighbours come from the space's index
+// arithmetic, as for a space too large to enumerate, and only runnable ones (candidates) count.
 class TableAnnealing : public AnnealingStrategy {
  public:
   TableAnnealing(const KernelFamily& family, const std::vector<Params>& candidates, std::size_t budget,
                  std::uint64_t seed)
-      : AnnealingStrategy(budget ? budget : candidates.size(), seed), candidates_(candidates) {
-    for (const auto& p : family.parameters) {
-      values_.push_back(p.values);
-      names_.push_back(p.name);
+      : AnnealingStrategy(budget ? budget : candidates.size(), seed),
+        space_(family),
+        count_(candidates.size()) {
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      index_.push_back(space_.index_of(candidates[i]));  // nullopt: outside the space, without neighbours
+      if (index_.back()) slot_[*index_.back()] = i;
     }
-    for (std::size_t i = 0; i < candidates_.size(); ++i) index_[key(candidates_[i])] = i;
   }
 
   std::vector<std::size_t> likely_order() const override {
-    std::vector<std::size_t> all(candidates_.size());
+    std::vector<std::size_t> all(count_);
     std::iota(all.begin(), all.end(), 0);
     return all;
   }
@@ -165,18 +167,9 @@ class TableAnnealing : public AnnealingStrategy {
  protected:
   std::vector<std::size_t> neighbours(std::size_t i) override {
     std::vector<std::size_t> out;
-    const Params& base = candidates_[i];
-    for (std::size_t k = 0; k < names_.size(); ++k) {
-      const auto& vals = values_[k];
-      const auto pos = std::find(vals.begin(), vals.end(), base.at(names_[k])) - vals.begin();
-      for (long step : {-1L, 1L}) {
-        const long j = static_cast<long>(pos) + step;
-        if (j < 0 || j >= static_cast<long>(vals.size())) continue;
-        Params p = base;
-        p[names_[k]] = vals[static_cast<std::size_t>(j)];
-        if (auto it = index_.find(key(p)); it != index_.end()) out.push_back(it->second);
-      }
-    }
+    if (!index_[i]) return out;
+    for (std::uint64_t n : space_.neighbours(*index_[i]))
+      if (const auto it = slot_.find(n); it != slot_.end()) out.push_back(it->second);
     return out;
   }
 
@@ -188,15 +181,13 @@ class TableAnnealing : public AnnealingStrategy {
     return open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(rng_)];
   }
 
-  bool exhausted(std::size_t done) const override { return done >= candidates_.size(); }
+  bool exhausted(std::size_t done) const override { return done >= count_; }
 
  private:
-  std::string key(const Params& p) const { return params_to_text(p); }
-
-  std::vector<Params> candidates_;
-  std::vector<std::string> names_;
-  std::vector<std::vector<std::int64_t>> values_;
-  std::map<std::string, std::size_t> index_;
+  SpaceIndex space_;
+  std::size_t count_;
+  std::vector<std::optional<std::uint64_t>> index_;      // each candidate's index in the space
+  std::unordered_map<std::uint64_t, std::size_t> slot_;  // and back
 };
 
 std::string gave_up_text() {
@@ -315,9 +306,23 @@ std::uint64_t mix(std::uint64_t x) {
 
 std::vector<std::string> strategy_names() { return {"brute_force", "random", "annealing"}; }
 
+namespace {
+
+// Throws the one-line refusal of a name that is not one of strategy_names().
+void check_strategy_name(const std::string& name) {
+  const auto names = strategy_names();
+  if (std::find(names.begin(), names.end(), name) != names.end()) return;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown strategy '" + name + "' (" + list + ")");
+}
+
+}  // namespace
+
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const KernelFamily& family,
                                         const std::vector<Params>& candidates, std::size_t budget,
                                         std::uint64_t seed) {
+  check_strategy_name(name);
   std::vector<std::size_t> order(candidates.size());
   std::iota(order.begin(), order.end(), 0);
   if (name == "brute_force") return std::make_unique<OrderedStrategy>(order, budget);
@@ -326,8 +331,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const KernelFam
     std::shuffle(order.begin(), order.end(), rng);
     return std::make_unique<OrderedStrategy>(order, budget);
   }
-  if (name == "annealing") return std::make_unique<TableAnnealing>(family, candidates, budget, seed);
-  throw std::invalid_argument("unknown strategy '" + name + "' (brute_force, random, annealing)");
+  return std::make_unique<TableAnnealing>(family, candidates, budget, seed);
 }
 
 IndexShuffle::IndexShuffle(std::uint64_t n, std::uint64_t seed) : n_(n) {
@@ -377,8 +381,7 @@ std::uint64_t IndexShuffle::position_of(std::uint64_t index) const {
 
 std::unique_ptr<Strategy> make_lazy_strategy(const std::string& name, LazyCandidates& space,
                                              std::size_t budget, std::uint64_t seed) {
-  if (name != "brute_force" && name != "random" && name != "annealing")
-    throw std::invalid_argument("unknown strategy '" + name + "' (brute_force, random, annealing)");
+  check_strategy_name(name);
   const std::string size = std::to_string(space.space().size()) + " configurations";
   if (name == "brute_force")
     throw std::invalid_argument("brute_force cannot measure " + size +

@@ -50,10 +50,9 @@ DeviceLimits worker_device(WorkerProcess& worker) {
 SpaceWalk sweep_space_walk(const KernelFamily& family, const SweepOptions& options) {
   // Counted, never enumerated: the refusal comes before anything the size would allocate.
   const auto size = space_size(family);
-  const std::string head = family.name + ": the space has " + describe_space(family);
-  if (!size)
-    throw SweepError(head + ", more than a 64-bit index can address; give its parameters fewer values");
+  if (!size) throw SweepError(unaddressable_space(family));
   if (*size <= kMaxSpaceSize) return SpaceWalk::enumerated;
+  const std::string head = family.name + ": the space has " + describe_space(family);
   const std::string more = ", more than the " + std::to_string(kMaxSpaceSize);
   if (options.strategy == "brute_force")
     throw SweepError(head + more +

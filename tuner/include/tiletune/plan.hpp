@@ -52,6 +52,8 @@ std::optional<std::uint64_t> space_size(const KernelFamily& family);
 // How refusals name a space: "7290000000000 configurations (9 TILE_WIDTH x 9 BLOCK_Y x ...)", or "more
 // than 2^64 configurations (...)" when its size does not fit in 64 bits.
 std::string describe_space(const KernelFamily& family);
+// The one-line refusal of a space whose size does not fit in 64 bits (no index can address it).
+std::string unaddressable_space(const KernelFamily& family);
 // Throws FamilyError, one line with the space's size, when the space has more than kMaxSpaceSize
 // configurations (a plan or a brute-force sweep cannot hold it; the message says how to sample it).
 void check_space_enumerable(const KernelFamily& family);
