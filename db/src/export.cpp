@@ -33,9 +33,6 @@ json optional_json(const std::optional<T>& value) {
   return *value;
 }
 
-// A stored JSON column as an object; see rows::object_text_or_empty.
-json parse_object_or_empty(const std::string& text) { return json::parse(rows::object_text_or_empty(text)); }
-
 json result_to_json(const StoredResult& stored) {
   const ResultRecord& r = stored.record;
   json params = json::object();
@@ -329,7 +326,7 @@ std::string Store::export_json(const std::string& family, const std::string& dev
   for (const SweepInfo& s : rows::sweeps_for_export(db, family, device_name)) {
     auto key = std::make_pair(s.family, s.template_hash);
     if (!descriptions.count(key))
-      descriptions[key] = parse_object_or_empty(rows::family_description(db, s.family, s.template_hash));
+      descriptions[key] = rows::object_or_empty(rows::family_description(db, s.family, s.template_hash));
     json results = json::array();
     for (const StoredResult& r : rows::select_results(db, s.id)) results.push_back(result_to_json(r));
     sweeps.push_back(json{
@@ -339,7 +336,7 @@ std::string Store::export_json(const std::string& family, const std::string& dev
                         {"arch", s.device.arch},
                         {"sm_count", s.device.sm_count},
                         {"is_profile", s.device.is_profile},
-                        {"properties", parse_object_or_empty(s.device.properties_json)}}},
+                        {"properties", rows::object_or_empty(s.device.properties_json)}}},
         {"family",
          json{{"name", s.family}, {"template_hash", s.template_hash}, {"description", descriptions[key]}}},
         {"problem", json{{"size", s.problem.size_text()}, {"args", s.problem.args_text()}}},

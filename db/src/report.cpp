@@ -350,13 +350,7 @@ std::optional<double> value_of(const SweepView& s, const ResultRecord& r) {
   return r.metric;
 }
 
-json parse_object(const std::string& text) {
-  if (json_depth(text) > kMaxJsonDepth) return json::object();
-  json parsed = json::parse(text, nullptr, false);
-  return parsed.is_object() ? parsed : json::object();
-}
-
-SweepView view_of(const Store& store, const sql::Db& db, const SweepInfo& info) {
+SweepView view_of(const Store& store, const SweepInfo& info) {
   SweepView s;
   s.info = info;
   s.results = store.results(info.id);
@@ -376,8 +370,8 @@ SweepView view_of(const Store& store, const sql::Db& db, const SweepInfo& info) 
   s.by_metric = s.winner && all_metric && units.size() == 1;
   s.unit = s.by_metric ? *units.begin() : "ms";
 
-  const std::string description_text = rows::family_description(db, info.family, info.template_hash);
-  s.description = parse_object(description_text);
+  const std::string description_text = store.family_description(info.family, info.template_hash);
+  s.description = rows::object_or_empty(description_text);
   if (json_depth(description_text) <= kMaxJsonDepth) {
     // nlohmann::json sorts keys; the description's own order is the one its author chose.
     const auto ordered = nlohmann::ordered_json::parse(description_text, nullptr, false);
@@ -1011,7 +1005,7 @@ std::string quoted(const std::string& name) {
 }
 
 std::string device_section(const DeviceRecord& d) {
-  const json props = parse_object(d.properties_json);
+  const json props = rows::object_or_empty(d.properties_json);
   const auto number = [&](const char* key) -> std::optional<double> {
     const auto it = props.find(key);
     if (it == props.end() || !it->is_number()) return std::nullopt;
@@ -1116,8 +1110,6 @@ for (const select of document.querySelectorAll('select.tt-pair')) {
 
 std::string render_report(const std::filesystem::path& database, const ReportOptions& options) {
   const Store store = Store::open(database, Store::Mode::read_only);
-  // The families' descriptions (defaults and baselines) are not part of SweepInfo: read them beside it.
-  const sql::Db db = sql::Db::open(database, sql::Db::Access::read_only);
   const std::string where = database.string();
 
   std::vector<SweepInfo> selected;
@@ -1163,7 +1155,7 @@ std::string render_report(const std::filesystem::path& database, const ReportOpt
 
   std::vector<SweepView> views;
   views.reserve(selected.size());
-  for (const SweepInfo& info : selected) views.push_back(view_of(store, db, info));
+  for (const SweepInfo& info : selected) views.push_back(view_of(store, info));
   // Device, then family, then problem size: the order a reader compares them in.
   std::stable_sort(views.begin(), views.end(), [](const SweepView& a, const SweepView& b) {
     if (a.info.device.name != b.info.device.name) return a.info.device.name < b.info.device.name;

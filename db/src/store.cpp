@@ -208,6 +208,10 @@ std::optional<StoredResult> Store::best(const std::string& family, const std::st
   return as_store_error("best", [&] { return rows::select_result(impl_->db, result_id); });
 }
 
+std::string Store::family_description(const std::string& family, const std::string& template_hash) const {
+  return rows::family_description(impl_->db, family, template_hash);
+}
+
 bool Store::integrity_ok() const {
   try {
     sql::Stmt check = impl_->db.prepare("PRAGMA integrity_check");

@@ -450,11 +450,13 @@ std::string family_description(const sql::Db& db, const std::string& name, const
   return select.step() ? select.column_text(0) : "{}";
 }
 
-std::string object_text_or_empty(const std::string& text) {
-  if (json_depth(text) > kMaxJsonDepth) return "{}";
-  const json parsed = json::parse(text, nullptr, false);
-  return parsed.is_object() ? parsed.dump() : "{}";
+json object_or_empty(const std::string& text) {
+  if (json_depth(text) > kMaxJsonDepth) return json::object();
+  json parsed = json::parse(text, nullptr, false);
+  return parsed.is_object() ? parsed : json::object();
 }
+
+std::string object_text_or_empty(const std::string& text) { return object_or_empty(text).dump(); }
 
 void import_fail(const std::string& where, const std::string& why) {
   throw StoreError(sql::one_line("import: " + where + " " + why));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +95,8 @@ std::string family_description(const sql::Db& db, const std::string& name, const
 // A stored JSON column as compact JSON object text; text that is not an object (or nested too deep to parse
 // safely, which only a hand-edited row can be) becomes "{}".
 std::string object_text_or_empty(const std::string& text);
+// The same as a JSON object.
+nlohmann::json object_or_empty(const std::string& text);
 
 // A file's content, read and checked before the database is touched.
 struct ImportedResult {

@@ -123,6 +123,9 @@ class Store {
   std::optional<StoredResult> best(const std::string& family, const std::string& device_name,
                                    const ProblemKey& problem) const;
 
+  // The description (JSON text) stored with a family's template hash; "{}" when there is none.
+  std::string family_description(const std::string& family, const std::string& template_hash) const;
+
   bool integrity_ok() const;  // PRAGMA integrity_check says "ok"
 
   // Export / import. JSON carries {"format": "tiletune-export", "schema_version", "tiletune": {version,
