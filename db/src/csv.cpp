@@ -34,7 +34,7 @@ enum : std::size_t {
   params, outcome, reason, median_ms, min_ms, spread, repetitions, metric,          // the result ...
   metric_unit, error, registers, static_smem, dynamic_smem, occupancy, occupancy_limiter,
   local_bytes, spill_bytes, threads_per_block, active_blocks, active_warps, sm_clock_mhz,
-  measured_at,                                                                      // ... to here
+  measured_at, compile_ms, measure_ms, times_ms,                                    // ... to here
   device_uuid, sm_count, is_profile, template_hash, space_hash, kind, strategy,     // the sweep
   status, started_at, ended_at, tiletune_version, git_sha, device_properties, family_description,
   count
@@ -46,13 +46,17 @@ constexpr std::array<std::string_view, col::count> column_names{
   "params", "outcome", "reason", "median_ms", "min_ms", "spread", "repetitions", "metric",
   "metric_unit", "error", "registers", "static_smem", "dynamic_smem", "occupancy", "occupancy_limiter",
   "local_bytes", "spill_bytes", "threads_per_block", "active_blocks", "active_warps", "sm_clock_mhz",
-  "measured_at",
+  "measured_at", "compile_ms", "measure_ms", "times_ms",
   "device_uuid", "sm_count", "is_profile", "template_hash", "space_hash", "kind", "strategy",
   "status", "started_at", "ended_at", "tiletune_version", "git_sha", "device_properties",
   "family_description"};
 // clang-format on
 
-constexpr bool is_result_column(std::size_t c) { return c >= col::params && c <= col::measured_at; }
+constexpr bool is_result_column(std::size_t c) { return c >= col::params && c <= col::times_ms; }
+// Columns that exports before schema version 2 lack: a file without them imports with no times.
+constexpr bool is_optional_column(std::size_t c) {
+  return c == col::compile_ms || c == col::measure_ms || c == col::times_ms;
+}
 constexpr bool is_json_column(std::size_t c) {
   return c == col::device_properties || c == col::family_description;
 }
@@ -118,6 +122,9 @@ void set_result_cells(Cells& cells, const StoredResult& stored) {
   cells[col::active_warps] = csv_number(r.active_warps);
   cells[col::sm_clock_mhz] = csv_number(r.sm_clock_mhz);
   cells[col::measured_at] = stored.measured_at;
+  cells[col::compile_ms] = csv_number(r.compile_ms);
+  cells[col::measure_ms] = csv_number(r.measure_ms);
+  cells[col::times_ms] = r.times_ms.empty() ? "" : rows::times_json(r.times_ms);
 }
 
 // ---- import ----
@@ -228,8 +235,14 @@ class Row {
       const std::array<std::size_t, col::count>& position)
       : reader_(reader), fields_(fields), position_(position) {}
 
-  const std::string& text(std::size_t c) const { return fields_[position_[c]].text; }
-  std::size_t line(std::size_t c) const { return fields_[position_[c]].line; }
+  // An optional column the header lacks reads as empty.
+  const std::string& text(std::size_t c) const {
+    static const std::string absent;
+    return position_[c] < fields_.size() ? fields_[position_[c]].text : absent;
+  }
+  std::size_t line(std::size_t c) const {
+    return position_[c] < fields_.size() ? fields_[position_[c]].line : line();
+  }
   std::size_t line() const { return fields_.front().line; }
   std::string where(std::size_t c) const { return reader_.place(line(c), position_[c]); }
   [[noreturn]] void fail(std::size_t c, const std::string& why) const { import_fail(where(c), why); }
@@ -239,9 +252,15 @@ class Row {
     return [this](const std::string& key) {
       static const std::map<std::string, std::size_t> renamed{
           {"uid", col::sweep_uid}, {"device.sm_count", col::sm_count}, {"family.name", col::family}};
-      const auto it = renamed.find(key);
-      const auto c = it != renamed.end() ? std::optional<std::size_t>(it->second) : column_named(key);
-      return c ? where(*c) : "line " + std::to_string(line());
+      // An item of a list column, "times_ms[3]", is named by its column and then its index.
+      const std::size_t bracket = std::min(key.find('['), key.size());
+      const std::string column = key.substr(0, bracket);
+      const auto it = renamed.find(column);
+      const auto c = it != renamed.end() ? std::optional<std::size_t>(it->second) : column_named(column);
+      return c ? where(*c) + (bracket < key.size()
+                                  ? " item " + key.substr(bracket + 1, key.size() - bracket - 2)
+                                  : std::string())
+               : "line " + std::to_string(line());
     };
   }
 
@@ -272,6 +291,31 @@ class Row {
     if (ec != std::errc() || end != t.data() + t.size())
       fail(c, "must be a number or empty, got " + in_quotes(t));
     return value;
+  }
+
+  // Run times as the export writes them, "[0.5,0.25]"; empty means none. Read without a JSON parser, so that
+  // no field can nest.
+  std::vector<double> numbers(std::size_t c) const {
+    const std::string& t = text(c);
+    std::vector<double> out;
+    if (t.empty()) return out;
+    if (t.size() < 2 || t.front() != '[' || t.back() != ']')
+      fail(c, "must be a list of numbers like [0.5,0.25], got " + in_quotes(t));
+    std::size_t i = 1;
+    while (i < t.size() - 1) {
+      const std::size_t comma = std::min(t.find(',', i), t.size() - 1);
+      double value = 0;
+      const char* first = t.data() + i;
+      const char* last = t.data() + comma;
+      const auto [end, ec] = std::from_chars(first, last, value);
+      if (ec != std::errc() || end != last)
+        fail(c, "item " + std::to_string(out.size()) + " is not a number: " +
+                    in_quotes(std::string_view(first, static_cast<std::size_t>(last - first))));
+      out.push_back(value);
+      i = comma + 1;
+      if (comma < t.size() - 1 && i == t.size() - 1) fail(c, "ends with a comma: " + in_quotes(t));
+    }
+    return out;
   }
 
   // A JSON object kept as compact text; empty means {}.
@@ -444,6 +488,9 @@ ImportedResult read_result(const Row& row, const ImportedSweep& sweep) {
   r.occupancy_limiter = row.text(col::occupancy_limiter);
   r.occupancy = row.optional_double(col::occupancy);
   r.sm_clock_mhz = row.optional_double(col::sm_clock_mhz);
+  r.compile_ms = row.optional_double(col::compile_ms);
+  r.measure_ms = row.optional_double(col::measure_ms);
+  r.times_ms = row.numbers(col::times_ms);
   // Empty as the JSON export's absent key: measured when the sweep started.
   imported.measured_at = row.text(col::measured_at).empty() ? sweep.started_at : row.text(col::measured_at);
   rows::check_measurement(r, sweep.kind == "sweep", row.where_of_key());
@@ -471,7 +518,7 @@ std::array<std::size_t, col::count> read_header(Reader& reader, const std::vecto
   }
   std::string missing;
   for (std::size_t c = 0; c < col::count; ++c)
-    if (position[c] == col::count)
+    if (position[c] == col::count && !is_optional_column(c))
       missing += std::string(missing.empty() ? "" : ", ") + std::string(column_names[c]);
   // An export by an older tiletune has just the first 21 columns, and cannot come back without the others.
   if (!missing.empty())
@@ -499,17 +546,18 @@ ReadCsv read_csv(const std::string& text, const CsvImportLimits& limits) {
   if (!reader.next(fields, 2 * col::count))
     throw StoreError("import: the text is empty, without the header row of a CSV export");
   const auto position = read_header(reader, fields);
+  const std::size_t columns = fields.size();
 
   ReadCsv read;
   std::map<std::string, SweepRows> by_uid;
   std::size_t rows_read = 0;
-  while (reader.next(fields, col::count)) {
+  while (reader.next(fields, columns)) {
     const std::size_t line = fields.front().line;
     if (fields.size() == 1 && fields.front().text.empty())
       import_fail("line " + std::to_string(line), "is empty");
-    if (fields.size() != col::count)
-      import_fail("line " + std::to_string(line), "has " + std::to_string(fields.size()) +
-                                                      " fields, the header " + std::to_string(col::count));
+    if (fields.size() != columns)
+      import_fail("line " + std::to_string(line),
+                  "has " + std::to_string(fields.size()) + " fields, the header " + std::to_string(columns));
     if (++rows_read > limits.max_rows)
       import_fail("line " + std::to_string(line),
                   "is one row more than the " + std::to_string(limits.max_rows) + " a CSV import reads");
@@ -545,7 +593,7 @@ ReadCsv read_csv(const std::string& text, const CsvImportLimits& limits) {
 
     // The result columns: one result, or none at all for a sweep without results.
     if (row.text(col::outcome).empty()) {
-      for (std::size_t c = col::params; c <= col::measured_at; ++c)
+      for (std::size_t c = col::params; c <= col::times_ms; ++c)
         if (!row.text(c).empty())
           row.fail(c, "is set on a row without an outcome (such a row stands for a sweep without results)");
       if (seen.with_results != 0)

@@ -58,6 +58,9 @@ json result_to_json(const StoredResult& stored) {
               {"occupancy_limiter", r.occupancy_limiter},
               {"occupancy", optional_json(r.occupancy)},
               {"sm_clock_mhz", optional_json(r.sm_clock_mhz)},
+              {"compile_ms", optional_json(r.compile_ms)},
+              {"measure_ms", optional_json(r.measure_ms)},
+              {"times_ms", r.times_ms},
               {"measured_at", stored.measured_at}};
 }
 
@@ -121,6 +124,20 @@ class Fields {
     if (value == nullptr) return std::nullopt;
     if (!value->is_number()) fail(at(key), "must be a number or null");
     return value->get<double>();
+  }
+
+  // An array of numbers; absent means empty.
+  std::vector<double> numbers(const std::string& key) const {
+    const json* value = find(key);
+    std::vector<double> out;
+    if (value == nullptr) return out;
+    if (!value->is_array()) fail(at(key), "must be an array of numbers");
+    out.reserve(value->size());
+    for (const json& v : *value) {
+      if (!v.is_number()) fail(at(key) + "[" + std::to_string(out.size()) + "]", "must be a number");
+      out.push_back(v.get<double>());
+    }
+    return out;
   }
 
   bool boolean(const std::string& key) const {
@@ -187,6 +204,9 @@ ImportedResult read_result(const json& value, const std::string& where, const st
   r.occupancy_limiter = f.string("occupancy_limiter", false);
   r.occupancy = f.optional_double("occupancy");
   r.sm_clock_mhz = f.optional_double("sm_clock_mhz");
+  r.compile_ms = f.optional_double("compile_ms");
+  r.measure_ms = f.optional_double("measure_ms");
+  r.times_ms = f.numbers("times_ms");
   imported.measured_at = f.string("measured_at", false, started_at);
   rows::check_measurement(r, measured, f.where());
   return imported;

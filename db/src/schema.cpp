@@ -99,9 +99,19 @@ CREATE INDEX results_ok_by_time ON results (sweep_id, median_ms) WHERE outcome =
 )sql");
 }
 
+// Version 2: what a result's times are made of, for exports that carry them (T4, Kernel Tuner): NVRTC's time
+// for the CUBIN, the wall time of the measurement, and every timed run. Rows of version 1 keep NULL and '[]'.
+void add_version_2(const sql::Db& db) {
+  db.exec(R"sql(
+ALTER TABLE results ADD COLUMN compile_ms REAL;
+ALTER TABLE results ADD COLUMN measure_ms REAL;
+ALTER TABLE results ADD COLUMN times_json TEXT NOT NULL DEFAULT '[]';
+)sql");
+}
+
 using MigrationStep = void (*)(const sql::Db&);
 // migrations[v] takes a database from schema version v to v + 1; a new version appends one step.
-constexpr std::array<MigrationStep, current_version> migrations{&create_version_1};
+constexpr std::array<MigrationStep, current_version> migrations{&create_version_1, &add_version_2};
 
 }  // namespace
 

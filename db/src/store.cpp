@@ -89,11 +89,9 @@ Store Store::open(const std::filesystem::path& path, Mode mode) {
     if (writable) {
       impl->db.enable_wal_and_foreign_keys();
       schema::migrate(impl->db);
-    } else if (version < schema::current_version) {
-      throw StoreError(version == 0 ? std::string("no tiletune schema yet (open it read-write to create one)")
-                                    : "schema version " + std::to_string(version) +
-                                          " needs an upgrade (open it "
-                                          "read-write once)");
+    } else if (version == 0) {
+      // An older version is read as it is (store_rows.cpp reads what it lacks as not measured).
+      throw StoreError("no tiletune schema yet (open it read-write to create one)");
     }
   } catch (const StoreError& e) {
     throw StoreError("cannot open database " + path.string() + ": " + e.what());

@@ -22,7 +22,31 @@ constexpr const char* result_columns =
     "c.params_text, r.outcome, r.reason, r.median_ms, r.min_ms, r.spread, r.repetitions, r.metric, "
     "r.metric_unit, r.error, r.registers, r.static_smem, r.dynamic_smem, r.local_bytes, r.spill_bytes, "
     "r.threads_per_block, r.active_blocks, r.active_warps, r.occupancy_limiter, r.occupancy, r.sm_clock_mhz, "
-    "r.measured_at, r.sweep_id";
+    "r.measured_at, r.sweep_id, r.compile_ms, r.measure_ms, r.times_json";
+// The same for a database of schema version 1, which a read-only open cannot migrate: it has no times.
+constexpr const char* result_columns_v1 =
+    "c.params_text, r.outcome, r.reason, r.median_ms, r.min_ms, r.spread, r.repetitions, r.metric, "
+    "r.metric_unit, r.error, r.registers, r.static_smem, r.dynamic_smem, r.local_bytes, r.spill_bytes, "
+    "r.threads_per_block, r.active_blocks, r.active_warps, r.occupancy_limiter, r.occupancy, r.sm_clock_mhz, "
+    "r.measured_at, r.sweep_id, NULL, NULL, '[]'";
+
+std::string result_columns_of(const sql::Db& db) {
+  return db.query_int("PRAGMA user_version") >= 2 ? result_columns : result_columns_v1;
+}
+
+// A stored times_json: the timed runs as a JSON array of numbers. Anything else (a hand-edited row) reads as
+// no runs rather than failing the whole read.
+std::vector<double> times_from_json(const std::string& text) {
+  std::vector<double> times;
+  if (text.empty() || text == "[]") return times;
+  const json parsed = json::parse(text, nullptr, false);
+  if (!parsed.is_array()) return times;
+  for (const json& t : parsed) {
+    if (!t.is_number()) return {};
+    times.push_back(t.get<double>());
+  }
+  return times;
+}
 
 StoredResult read_result(const sql::Stmt& stmt, int c) {
   StoredResult stored;
@@ -52,6 +76,9 @@ StoredResult read_result(const sql::Stmt& stmt, int c) {
   r.sm_clock_mhz = stmt.column_optional_double(c + 20);
   stored.measured_at = stmt.column_text(c + 21);
   stored.sweep_id = stmt.column_int64(c + 22);
+  r.compile_ms = stmt.column_optional_double(c + 23);
+  r.measure_ms = stmt.column_optional_double(c + 24);
+  r.times_ms = times_from_json(stmt.column_text(c + 25));
   return stored;
 }
 
@@ -291,10 +318,10 @@ ResultWriter::ResultWriter(const sql::Db& db, std::int64_t family_id)
                                 "repetitions, metric, metric_unit, error, registers, static_smem, "
                                 "dynamic_smem, local_bytes, spill_bytes, "
                                 "threads_per_block, active_blocks, active_warps, occupancy_limiter, "
-                                "occupancy, sm_clock_mhz, measured_at) "
+                                "occupancy, sm_clock_mhz, measured_at, compile_ms, measure_ms, times_json) "
                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
                                 "?16, ?17, ?18, ?19, ?20, ?21, "
-                                "?22, ?23)")) {}
+                                "?22, ?23, ?24, ?25, ?26)")) {}
 
 void ResultWriter::write(std::int64_t sweep_id, const ResultRecord& r, const std::string& measured_at) {
   std::string params;
@@ -314,7 +341,8 @@ void ResultWriter::write(std::int64_t sweep_id, const ResultRecord& r, const std
   s.bind(10, r.metric_unit).bind(11, r.error).bind(12, r.registers).bind(13, r.static_smem);
   s.bind(14, r.dynamic_smem).bind(15, r.local_bytes).bind(16, r.spill_bytes).bind(17, r.threads_per_block);
   s.bind(18, r.active_blocks).bind(19, r.active_warps).bind(20, r.occupancy_limiter).bind(21, r.occupancy);
-  s.bind(22, r.sm_clock_mhz).bind(23, measured_at);
+  s.bind(22, r.sm_clock_mhz).bind(23, measured_at).bind(24, r.compile_ms).bind(25, r.measure_ms);
+  s.bind(26, times_json(r.times_ms));
   s.run();
   s.reset();
 }
@@ -377,7 +405,7 @@ std::int64_t sweep_family_id(const sql::Db& db, std::int64_t sweep_id) {
 
 std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id) {
   sql::Stmt select =
-      db.prepare(std::string("SELECT ") + result_columns +
+      db.prepare("SELECT " + result_columns_of(db) +
                  " FROM results r JOIN configurations c ON c.id = r.configuration_id "
                  "WHERE r.sweep_id = ?1 ORDER BY CASE r.outcome WHEN 'ok' THEN 0 WHEN 'pruned' THEN 1 "
                  "WHEN 'compile_failed' THEN 2 WHEN 'launch_failed' THEN 3 WHEN 'runtime_failed' THEN 4 "
@@ -391,7 +419,7 @@ std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_i
 
 std::optional<StoredResult> select_result(const sql::Db& db, std::int64_t result_id) {
   sql::Stmt select =
-      db.prepare(std::string("SELECT ") + result_columns +
+      db.prepare("SELECT " + result_columns_of(db) +
                  " FROM results r JOIN configurations c ON c.id = r.configuration_id WHERE r.id = ?1");
   select.bind(1, result_id);
   if (!select.step()) return std::nullopt;
@@ -401,7 +429,7 @@ std::optional<StoredResult> select_result(const sql::Db& db, std::int64_t result
 std::vector<BestRow> select_best_per_problem(const sql::Db& db, const std::string& family,
                                              const std::string& device_name) {
   sql::Stmt select = db.prepare(
-      std::string("SELECT f.name, d.name, d.arch, p.size_text, p.args_text, ") + result_columns +
+      std::string("SELECT f.name, d.name, d.arch, p.size_text, p.args_text, ") + result_columns_of(db) +
       " FROM (SELECT r.*, ROW_NUMBER() OVER (PARTITION BY f.name, d.name, s.problem_id "
       "                                      ORDER BY r.median_ms, r.id) AS rank "
       "       FROM results r JOIN sweeps s ON s.id = r.sweep_id JOIN families f ON f.id = s.family_id "
@@ -431,6 +459,12 @@ std::string number_text(double value) {
   std::array<char, 32> buffer{};
   const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
   return ec == std::errc() ? std::string(buffer.data(), end) : std::string();
+}
+
+std::string times_json(const std::vector<double>& times) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < times.size(); ++i) text += (i ? "," : "") + number_text(times[i]);
+  return text + "]";
 }
 
 std::vector<SweepInfo> sweeps_for_export(const sql::Db& db, const std::string& family,
@@ -498,6 +532,11 @@ void check_measurement(const ResultRecord& r, bool measured, const Where& where)
   check("metric", r.metric, false, "non-negative and finite");
   check("error", r.error, false, "non-negative and finite");
   check("sm_clock_mhz", r.sm_clock_mhz, true, "positive and finite");
+  check("compile_ms", r.compile_ms, false, "a non-negative, finite time in ms");
+  check("measure_ms", r.measure_ms, false, "a non-negative, finite time in ms");
+  for (std::size_t i = 0; i < r.times_ms.size(); ++i)
+    check(("times_ms[" + std::to_string(i) + "]").c_str(), r.times_ms[i], true,
+          "a positive, finite time in ms");
   check("occupancy", r.occupancy, false, "between 0 and 1");
   if (r.occupancy && *r.occupancy > 1)
     import_fail(where("occupancy"), "must be between 0 and 1, got " + number_text(*r.occupancy));

@@ -87,6 +87,8 @@ std::vector<BestRow> select_best_per_problem(const sql::Db& db, const std::strin
 
 // Shortest text that reads back as the same double ("" when it cannot be written).
 std::string number_text(double value);
+// Run times as stored in results.times_json and written by the exports: a JSON array of number_text values.
+std::string times_json(const std::vector<double>& times);
 // Sweeps oldest first, for files that read top to bottom. Empty filters mean any.
 std::vector<SweepInfo> sweeps_for_export(const sql::Db& db, const std::string& family,
                                          const std::string& device_name);

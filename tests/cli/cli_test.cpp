@@ -9,53 +9,14 @@
 #include <random>
 #include <sstream>
 
-#include "../test_paths.hpp"
+#include "cli_support.hpp"
 
+using tiletune::test::CmdResult;
+using tiletune::test::have_gpu;
+using tiletune::test::lines;
+using tiletune::test::read_bytes;
 using tiletune::test::TempDir;
-
-namespace {
-
-struct CmdResult {
-  int status = -1;
-  std::string out, err;
-};
-
-// `prefix` goes before the binary: environment assignments, or a command that runs it as another user.
-CmdResult tiletune_cmd(const std::string& args, const TempDir& dir, const std::string& prefix = "") {
-  const auto bin = tiletune::test::tiletune_binary();
-  EXPECT_FALSE(bin.empty()) << "tiletune binary not found";
-  const std::string out = (dir.path / "stdout").string(), err = (dir.path / "stderr").string();
-  const std::string cmd = "cd '" + dir.path.string() + "' && TILETUNE_CACHE='" +
-                          (dir.path / "cache").string() + "' " + prefix + " '" + bin.string() + "' " + args +
-                          " >'" + out + "' 2>'" + err + "'";
-  CmdResult r;
-  const int raw = std::system(cmd.c_str());
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-std::string read_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
-
-bool have_gpu(const TempDir& dir) {
-  return tiletune_cmd("devices", dir).out.find("GPUs present") != std::string::npos;
-}
-
-}  // namespace
+using tiletune::test::tiletune_cmd;
 
 TEST(Cli, HelpOnEverySubcommand) {
   TempDir dir;
@@ -498,7 +459,7 @@ TEST(Cli, InvalidCsvNamesTheLineAndFieldAndChangesNothing) {
       {"quote.csv", with_median("\"0.5", std::string(32, 'c')),
        "quote.csv: line 2, field 10 (median_ms) opens a quote that is never closed (nothing imported)"},
       {"ragged.csv", header + "abc,def\r\n",
-       "ragged.csv: line 2 has 2 fields, the header 42 (nothing imported)"},
+       "ragged.csv: line 2 has 2 fields, the header 45 (nothing imported)"},
       {"columns.csv", "sweep_uid,\"median\r\nms\"\r\n",
        "columns.csv: line 1, field 2 is 'median\\x0d ms', which is not a column of a tiletune CSV export"},
       {"escape.csv", "sweep_uid,\x1b[2Jx\xff\r\n", "escape.csv: line 1, field 2 is '\\x1b[2Jx\xEF\xBF\xBD'"},

@@ -31,13 +31,17 @@ void fill(Store& store) {
   sparse.error.reset();
   sparse.registers.reset();
   sparse.sm_clock_mhz = 123456.789012345;
-  store.add_results(a, {ok({{"TILE", 32}, {"BLOCK_Y", 8}}, 1.0), sparse,
-                        failed({{"TILE", 8}, {"BLOCK_Y", 8}}, Outcome::compile_failed, awkward_reason),
-                        failed({{"TILE", 4}, {"BLOCK_Y", 8}}, Outcome::pruned, "smem 99000 > 49152"),
-                        failed({{"TILE", 2}, {"BLOCK_Y", 8}}, Outcome::launch_failed, "launch"),
-                        failed({{"TILE", 1}, {"BLOCK_Y", 8}}, Outcome::runtime_failed, "illegal address"),
-                        failed({{"TILE", 3}, {"BLOCK_Y", 8}}, Outcome::timeout, "10 s"),
-                        failed({{"TILE", 5}, {"BLOCK_Y", 8}}, Outcome::wrong_result, "error 0.2")});
+  ResultRecord timed = ok({{"TILE", 32}, {"BLOCK_Y", 8}}, 1.0);
+  timed.compile_ms = 1234.5678;
+  timed.measure_ms = 55.25;
+  timed.times_ms = {1.25, 1.0, 0.1 + 0.2, 1e-300, 1.0};
+  store.add_results(
+      a, {timed, sparse, failed({{"TILE", 8}, {"BLOCK_Y", 8}}, Outcome::compile_failed, awkward_reason),
+          failed({{"TILE", 4}, {"BLOCK_Y", 8}}, Outcome::pruned, "smem 99000 > 49152"),
+          failed({{"TILE", 2}, {"BLOCK_Y", 8}}, Outcome::launch_failed, "launch"),
+          failed({{"TILE", 1}, {"BLOCK_Y", 8}}, Outcome::runtime_failed, "illegal address"),
+          failed({{"TILE", 3}, {"BLOCK_Y", 8}}, Outcome::timeout, "10 s"),
+          failed({{"TILE", 5}, {"BLOCK_Y", 8}}, Outcome::wrong_result, "error 0.2")});
   store.finish_sweep(a, "done");
   SweepSpec profile = spec("conv1d", odd_device, {1 << 20}, {{"mask_width", 5}});
   profile.device.is_profile = true;
@@ -55,7 +59,7 @@ TEST(Export, JsonHasTheDocumentedShape) {
   fill(store);
   const json doc = json::parse(store.export_json());
   EXPECT_EQ(doc["format"], "tiletune-export");
-  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["schema_version"], Store::schema_version);
   EXPECT_TRUE(doc["tiletune"]["version"].is_string());
   EXPECT_TRUE(doc["tiletune"]["git_sha"].is_string());
   EXPECT_TRUE(doc["exported_at"].is_string());
@@ -164,8 +168,8 @@ std::vector<BadImport> bad_imports() {
       {"not an object", [](json) { return std::string("[1, 2]"); }, "must be a JSON object"},
       {"wrong format", edit([](json& d) { d["format"] = "kernel-tuner-cache"; }),
        "format is 'kernel-tuner-cache'"},
-      {"newer schema", edit([](json& d) { d["schema_version"] = 2; }),
-       "schema version 2 is newer than this tiletune (knows 1)"},
+      {"newer schema", edit([](json& d) { d["schema_version"] = Store::schema_version + 1; }),
+       "schema version 3 is newer than this tiletune (knows 2)"},
       {"no schema", edit([](json& d) { d.erase("schema_version"); }), "schema_version"},
       {"unknown outcome", edit([](json& d) { d["sweeps"].back()["results"].back()["outcome"] = "exploded"; }),
        "'exploded' is not an outcome name"},
@@ -420,14 +424,15 @@ TEST(Export, CsvQuotesCommasQuotesAndLineBreaks) {
       "sweep_uid,device,arch,family,size,args,params,outcome,reason,median_ms,min_ms,spread,repetitions,"
       "metric,metric_unit,error,registers,static_smem,dynamic_smem,occupancy,occupancy_limiter,"
       "local_bytes,spill_bytes,threads_per_block,active_blocks,active_warps,sm_clock_mhz,measured_at,"
-      "device_uuid,sm_count,is_profile,template_hash,space_hash,kind,strategy,status,started_at,ended_at,"
+      "compile_ms,measure_ms,times_ms,device_uuid,sm_count,is_profile,template_hash,space_hash,kind,strategy,"
+      "status,started_at,ended_at,"
       "tiletune_version,git_sha,device_properties,family_description");
   EXPECT_NE(csv.find(",\"bad, \"\"quoted\"\"\nsecond line\","), std::string::npos);
   EXPECT_NE(csv.find(R"("Lab ""GPU"" \ #2, rev. é")"), std::string::npos);
 
   const auto rows = test::parse_csv(csv);
   ASSERT_EQ(rows.size(), 11u);  // header + 10 results
-  for (const auto& row : rows) EXPECT_EQ(row.size(), 42u);
+  for (const auto& row : rows) EXPECT_EQ(row.size(), 45u);
   int found = 0;
   for (const auto& row : rows) {
     if (row[7] == "compile_failed") {

@@ -229,7 +229,7 @@ std::vector<BadCsv> bad_csvs() {
       {"repeated column", table([](Table& t) { t[0][8] = "params"; }),
        "import: line 1, field 9 repeats column 'params' (field 7)"},
       {"missing columns", table([](Table& t) {
-         for (auto& row : t) row.resize(40);
+         for (auto& row : t) row.resize(43);
        }),
        "import: line 1 lacks the column(s) device_properties, family_description of a tiletune CSV export"},
       {"an older export", table([](Table& t) {
@@ -242,9 +242,9 @@ std::vector<BadCsv> bad_csvs() {
        "CSV "
        "export (written by an older tiletune: export it again with this one)"},
       {"a header of 200 columns", table([](Table& t) { t[0].resize(200, "x"); }),
-       "line 1 has more than 84 fields"},
-      {"short row", table([](Table& t) { t[2].pop_back(); }), "import: line 3 has 41 fields, the header 42"},
-      {"long row", table([](Table& t) { t[2].push_back("x"); }), "import: line 3 has more than 42 fields"},
+       "line 1 has more than 90 fields"},
+      {"short row", table([](Table& t) { t[2].pop_back(); }), "import: line 3 has 44 fields, the header 45"},
+      {"long row", table([](Table& t) { t[2].push_back("x"); }), "import: line 3 has more than 45 fields"},
       {"empty line", text([](std::string s) { return s.insert(s.find("\r\n") + 2, "\r\n"); }),
        "import: line 2 is empty"},
       {"trailing empty line", text([](std::string s) { return s + "\r\n"; }), "import: line 13 is empty"},
@@ -267,10 +267,10 @@ std::vector<BadCsv> bad_csvs() {
        "80GB "
        "HBM3'"},
       {"contradicting start", set(4, "started_at", "2020-01-01T00:00:00.000Z"),
-       "import: line 4, field 37 (started_at) is '2020-01-01T00:00:00.000Z', but line 2 of the same sweep "
+       "import: line 4, field 40 (started_at) is '2020-01-01T00:00:00.000Z', but line 2 of the same sweep "
        "has"},
       {"contradicting properties", set(5, "device_properties", "{\"clock_khz\": 1}"),
-       "import: line 5, field 41 (device_properties) is '{\"clock_khz\": 1}', but line 2 of the same sweep "
+       "import: line 5, field 44 (device_properties) is '{\"clock_khz\": 1}', but line 2 of the same sweep "
        "has"},
       {"repeated params", set(3, "params", "BLOCK_Y=-1,TILE=64"),
        "import: line 3, field 7 (params) repeats the params of line 2 of the same sweep"},
@@ -279,30 +279,30 @@ std::vector<BadCsv> bad_csvs() {
       // Sweep values.
       {"empty uid", set(2, "sweep_uid", ""), "import: line 2, field 1 (sweep_uid) is empty"},
       {"unknown kind", set(11, "kind", "guess"),
-       "import: line 11, field 34 (kind) 'guess' is not sweep or plan"},
+       "import: line 11, field 37 (kind) 'guess' is not sweep or plan"},
       {"unknown status", set(10, "status", "fine"),
-       "import: line 10, field 36 (status) 'fine' is not running, done or interrupted"},
+       "import: line 10, field 39 (status) 'fine' is not running, done or interrupted"},
       {"no SMs", set(10, "sm_count", "0"),
-       "import: line 10, field 30 (sm_count) must be a positive integer, got 0"},
-      {"SM count missing", set(10, "sm_count", ""), "import: line 10, field 30 (sm_count) is missing"},
+       "import: line 10, field 33 (sm_count) must be a positive integer, got 0"},
+      {"SM count missing", set(10, "sm_count", ""), "import: line 10, field 33 (sm_count) is missing"},
       {"SM count text", set(10, "sm_count", "132 SMs"), "(sm_count) must be an integer, got '132 SMs'"},
       {"profile flag", set(10, "is_profile", "yes"),
-       "import: line 10, field 31 (is_profile) must be true or false, got 'yes'"},
+       "import: line 10, field 34 (is_profile) must be true or false, got 'yes'"},
       {"no device name", set(10, "device", ""), "import: line 10, field 2 (device) needs a name and a uuid"},
       {"no device uuid", set(10, "device_uuid", ""),
        "import: line 10, field 2 (device) needs a name and a uuid"},
       {"no family", set(10, "family", ""), "import: line 10, field 4 (family) is empty"},
-      {"no start", set(10, "started_at", ""), "import: line 10, field 37 (started_at) is empty"},
+      {"no start", set(10, "started_at", ""), "import: line 10, field 40 (started_at) is empty"},
       {"bad size", set(10, "size", "0x5"),
        "import: line 10, field 5 (size) is not a size: size must be positive"},
       {"bad args", set(10, "args", "bogus"),
        "import: line 10, field 6 (args) is not problem arguments: args must be"},
       {"properties not JSON", set(10, "device_properties", "{\"a\": "),
-       "import: line 10, field 41 (device_properties) is not valid JSON: "},
+       "import: line 10, field 44 (device_properties) is not valid JSON: "},
       {"properties not an object", set(10, "device_properties", "[1]"),
-       "import: line 10, field 41 (device_properties) must be a JSON object"},
+       "import: line 10, field 44 (device_properties) must be a JSON object"},
       {"description nested deep", set(10, "family_description", "{\"x\": " + deep + "}"),
-       "import: line 10, field 42 (family_description) is nested deeper than 64 levels"},
+       "import: line 10, field 45 (family_description) is nested deeper than 64 levels"},
       // Result values, held to what a measurement produces.
       {"unknown outcome", set(3, "outcome", "exploded"),
        "import: line 3, field 8 (outcome) 'exploded' is not an outcome name"},

@@ -208,7 +208,7 @@ TEST(Family, MalformedArgumentsReferencesAndBaselinesGiveOneLineErrors) {
        "reference.grid reads unknown name 'B'"},
       {ref, "\"reference\": {\"from\": \"nowhere\"}",
        "reference names family 'nowhere', which is not loaded"},
-      {ref, "\"reference\": {\"family\": \"tiny\", \"config\": {}}", "reference names the family itself"},
+      {ref, "\"reference\": {\"from\": \"tiny\"}", "reference.from names the family itself"},
       {ref, "\"reference\": {\"from\": \"tiny\", \"block\": [\"1\"]}",
        "reference.block goes with \"kernel\""},
       {"\"kernel\": \"tiny_ref.cu\"",

@@ -70,6 +70,8 @@ int cmd_query(const std::vector<std::string>& argv);
 int cmd_show(const std::vector<std::string>& argv);
 int cmd_export(const std::vector<std::string>& argv);
 int cmd_import(const std::vector<std::string>& argv);
+int cmd_import_space(const std::vector<std::string>& argv);
+int cmd_merge(const std::vector<std::string>& argv);
 int cmd_sweep(const std::vector<std::string>& argv);
 int cmd_bench(const std::vector<std::string>& argv);
 int cmd_report(const std::vector<std::string>& argv);

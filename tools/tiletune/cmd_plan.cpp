@@ -24,7 +24,10 @@ int cmd_plan(const std::vector<std::string>& argv) {
       "compile-mode", po::value(&mode)->default_value(mode), "processes or threads")(
       "cache", po::value(&cache_dir)->default_value(cache_dir), "compile cache folder ('' to disable)")(
       "no-compile", "prune only; do not compile")("all", "list every configuration, pruned ones included")(
-      "json", "print the plan as JSON")("store", "record the plan in the database");
+      "json", "print the plan as JSON")("store", "record the plan in the database")(
+      "shard", po::value<std::string>(),
+      "I/N: only part I (0 to N-1) of N of the space, the part 'sweep --shard I/N' measures (e.g. to fill a "
+      "shared compile cache from N CPU nodes)");
   if (!parse("plan",
              "Enumerates a family's configurations for one problem, prunes what the device cannot run, "
              "compiles the\n"
@@ -52,6 +55,14 @@ int cmd_plan(const std::vector<std::string>& argv) {
   options.compile = !vm.count("no-compile");
   options.jobs = jobs;
   options.mode = mode == "threads" ? ParallelMode::threads : ParallelMode::processes;
+  if (vm.count("shard")) {
+    try {
+      options.shard = parse_shard(vm["shard"].as<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("plan: ") + e.what());
+    }
+    if (vm.count("store")) throw UsageError("plan: --store records a whole plan; leave out --shard");
+  }
   const Plan plan = make_plan(family, device, problem, cache, options);
 
   if (vm.count("json")) {
@@ -83,7 +94,8 @@ int cmd_plan(const std::vector<std::string>& argv) {
   } else {
     std::cout << note << "\n"
               << family.name << " at " << problem_text(problem) << ": " << plan.configs.size()
-              << " configurations\n\n";
+              << " configurations"
+              << (options.shard.whole() ? std::string() : " in shard " + options.shard.text()) << "\n\n";
     std::vector<std::vector<std::string>> rows;
     std::vector<const PlannedConfig*> order;
     for (const auto& p : plan.configs)

@@ -72,7 +72,10 @@ int cmd_sweep(const std::vector<std::string>& argv) {
       "target-spread", po::value(&o.measure.target_spread)->default_value(o.measure.target_spread),
       "stop repeating below this (p75-p25)/median")("seed",
                                                     po::value(&o.measure.seed)->default_value(o.measure.seed),
-                                                    "seed of the random inputs and strategies");
+                                                    "seed of the random inputs and strategies")(
+      "shard", po::value<std::string>(),
+      "I/N: measure only part I (0 to N-1) of N of each space, e.g. one Slurm array task's; merge the "
+      "databases with 'tiletune merge'");
   if (!parse("sweep",
              "Measures every runnable configuration of a family on the GPU in a separate worker process, "
              "validates\n"
@@ -85,6 +88,13 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   po::variables_map vm;
   po::store(po::command_line_parser(argv).options(desc).run(), vm);
   o.resume = vm.count("resume") > 0;
+  if (vm.count("shard")) {
+    try {
+      o.shard = parse_shard(vm["shard"].as<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("sweep: ") + e.what());
+    }
+  }
   o.progress_line = ::isatty(STDOUT_FILENO);
   make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
   const auto fams = families(c);

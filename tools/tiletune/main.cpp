@@ -21,6 +21,8 @@ commands:
   show      a sweep's results, best first
   export    write stored results as JSON, CSV or a C++ header
   import    read results exported as JSON or CSV
+  import-space  turn a T1 tuning-space description (as Kernel Tuner reads it) into a family folder
+  merge     combine databases (one per machine or Slurm task) into one: tiletune merge A.db B.db -o ALL.db
   report    write a self-contained HTML report of stored sweeps (charts, outcomes, device, provenance)
 )";
 
@@ -39,9 +41,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, int (*)(const std::vector<std::string>&)> commands = {
-      {"devices", cmd_devices}, {"plan", cmd_plan},     {"query", cmd_query},
-      {"show", cmd_show},       {"export", cmd_export}, {"import", cmd_import},
-      {"sweep", cmd_sweep},     {"bench", cmd_bench},   {"report", cmd_report}};
+      {"devices", cmd_devices}, {"plan", cmd_plan},
+      {"query", cmd_query},     {"show", cmd_show},
+      {"export", cmd_export},   {"import", cmd_import},
+      {"merge", cmd_merge},     {"import-space", cmd_import_space},
+      {"sweep", cmd_sweep},     {"bench", cmd_bench},
+      {"report", cmd_report}};
   const auto it = commands.find(argv[1]);
   if (it == commands.end()) {
     std::cerr << "tiletune: unknown command '" << tiletune::printable(argv[1])

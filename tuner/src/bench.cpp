@@ -26,7 +26,7 @@ struct Measured {
 
 // Compiles and measures one configuration of a family in the worker; throws SweepError when it does not run.
 Measured measure_config(const KernelFamily& family, const ProblemKey& problem, const Params& params,
-                        const std::string& source, const DeviceLimits& device, WorkerProcess& worker,
+                        const std::string& source, const DeviceLimits& device, Worker& worker,
                         const CompileCache& cache, const MeasureSettings& settings) {
   PlannedConfig c = prune_before_compile(family, device, problem, params);
   if (c.outcome != Outcome::ok)
@@ -61,7 +61,7 @@ Measured measure_config(const KernelFamily& family, const ProblemKey& problem, c
 }
 
 Measured best_or_default(const KernelFamily& family, const ProblemKey& problem, const DeviceLimits& device,
-                         const Store& store, WorkerProcess& worker, const CompileCache& cache,
+                         const Store& store, Worker& worker, const CompileCache& cache,
                          const MeasureSettings& s, std::ostream& log) {
   if (auto best = store.best(family.name, device.name, problem))
     return measure_config(family, problem, best->record.params, "tuned", device, worker, cache, s);
@@ -93,7 +93,7 @@ BenchRow make_row(const KernelFamily& family, const ProblemKey& problem, const M
 }  // namespace
 
 std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const KernelFamily& family,
-                                const ProblemKey& problem, const Store& store, WorkerProcess& worker,
+                                const ProblemKey& problem, const Store& store, Worker& worker,
                                 const CompileCache& cache, const MeasureSettings& settings,
                                 std::ostream& log) {
   const DeviceLimits device = worker_device(worker);

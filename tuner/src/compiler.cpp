@@ -24,6 +24,9 @@ using nlohmann::json;
 
 namespace {
 
+// The compile cache's entry format: part of every key. 2: entries carry the lowered name and NVRTC's time.
+constexpr const char* kCacheFormat = "tiletune-cache-2";
+
 // Owns one nvrtcProgram.
 class Program {
  public:
@@ -94,8 +97,8 @@ bool nvrtc_has_own_cache() {
 ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel) {
   ResourceUsage u;
   const std::string marker = "Compiling entry function '" + kernel + "'";
-  std::size_t start = log.find(marker);
-  if (start == std::string::npos) start = 0;
+  const std::size_t start = log.find(marker);
+  if (kernel.empty() || start == std::string::npos) return u;
   std::size_t end = log.find("Compiling entry function", start + marker.size());
   const std::string part = log.substr(start, end == std::string::npos ? std::string::npos : end - start);
   std::smatch m;
@@ -137,10 +140,14 @@ const std::string& cuda_include_dir() {
 }  // namespace
 
 CompileResult compile(const CompileJob& job) {
+  const auto t0 = std::chrono::steady_clock::now();
   nvrtcProgram raw = nullptr;
   TILETUNE_NVRTC_CHECK(
       nvrtcCreateProgram(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
   Program program(raw);
+  // A C++ kernel's symbol is mangled: NVRTC lowers the name as a name expression (an extern "C" kernel's
+  // lowered name is its own), and a name that the source does not define fails the compile with a log.
+  if (!job.kernel.empty()) TILETUNE_NVRTC_CHECK(nvrtcAddNameExpression(program.get(), job.kernel.c_str()));
   std::vector<std::string> options = {"--gpu-architecture=" + job.arch, "--ptxas-options=-v", "--std=c++17"};
   // NVRTC 12.9 and later keep their own on-disk cache, and a result served from it carries no ptxas report
   // (no registers, no spills). tiletune caches compiled kernels itself, so NVRTC's cache stays off.
@@ -158,8 +165,14 @@ CompileResult compile(const CompileJob& job) {
   CompiledKernel out;
   out.cubin.resize(size);
   TILETUNE_NVRTC_CHECK(nvrtcGetCUBIN(program.get(), out.cubin.data()));
-  out.usage = parse_ptxas_usage(log, job.kernel);
+  if (!job.kernel.empty()) {
+    const char* lowered = nullptr;
+    TILETUNE_NVRTC_CHECK(nvrtcGetLoweredName(program.get(), job.kernel.c_str(), &lowered));
+    out.lowered_name = lowered ? lowered : job.kernel;
+  }
+  out.usage = parse_ptxas_usage(log, out.lowered_name);
   out.log = std::move(log);
+  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 
@@ -184,8 +197,9 @@ std::filesystem::path CompileCache::default_dir() {
 }
 
 std::string CompileCache::key(const CompileJob& job) const {
-  std::string text =
-      job.source + '\0' + job.file_name + '\0' + job.kernel + '\0' + job.arch + '\0' + nvrtc_version();
+  // The entry format's version leads, so that entries from before a format change are never found.
+  std::string text = std::string(kCacheFormat) + '\0' + job.source + '\0' + job.file_name + '\0' +
+                     job.kernel + '\0' + job.arch + '\0' + nvrtc_version();
   for (const auto& o : job.options) text += '\0' + o;
   return content_hash(text) + content_hash("tiletune-salt" + text);
 }
@@ -205,6 +219,8 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
     const json& u = meta.at("usage");
     k.usage = {u.at("registers"),    u.at("static_smem"), u.at("stack_bytes"),
                u.at("spill_stores"), u.at("spill_loads"), u.at("barriers")};
+    k.lowered_name = meta.at("lowered_name").get<std::string>();
+    k.compile_ms = meta.at("compile_ms").get<double>();
     k.from_cache = true;
     return CompileResult{std::move(k)};
   } catch (const json::exception&) {
@@ -219,6 +235,8 @@ void CompileCache::store(const std::string& key, const CompileResult& result) co
     if (!write_atomic(dir_ / (key + ".cubin"), k->cubin)) return;
     meta = {{"ok", true},
             {"log", k->log},
+            {"lowered_name", k->lowered_name},
+            {"compile_ms", k->compile_ms},
             {"usage",
              {{"registers", k->usage.registers},
               {"static_smem", k->usage.static_smem},

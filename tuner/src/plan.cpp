@@ -202,6 +202,8 @@ void apply_compile_result(PlannedConfig& c, const CompileResult& result, const D
   const auto& k = std::get<CompiledKernel>(result);
   c.usage = k.usage;
   c.from_cache = k.from_cache;
+  c.compile_ms = k.compile_ms;
+  c.launch.kernel_symbol = k.lowered_name;
   const long long threads = c.launch.threads();
   if (static_cast<long long>(k.usage.registers) * threads > device.regs_per_block) {
     c.outcome = Outcome::pruned;
@@ -229,8 +231,9 @@ Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const Pro
                const CompileCache& cache, const PlanOptions& options) {
   Plan plan;
   const std::vector<Params> space = options.subset ? *options.subset : enumerate_space(family);
-  for (const auto& params : space)
-    plan.configs.push_back(prune_before_compile(family, device, problem, params));
+  for (std::size_t i = 0; i < space.size(); ++i)
+    if (options.subset || options.shard.contains(i))
+      plan.configs.push_back(prune_before_compile(family, device, problem, space[i]));
   if (!options.compile) return plan;
   std::vector<CompileJob> jobs;
   std::vector<std::size_t> which;
@@ -274,6 +277,7 @@ ResultRecord to_record(const PlannedConfig& c) {
     r.static_smem = c.usage.static_smem;
     r.local_bytes = c.usage.stack_bytes;
     r.spill_bytes = c.usage.spill_stores + c.usage.spill_loads;
+    r.compile_ms = c.compile_ms;
     if (c.occupancy.active_blocks > 0) {
       r.active_blocks = c.occupancy.active_blocks;
       r.active_warps = c.occupancy.active_warps;

@@ -63,7 +63,13 @@ std::vector<wire::ArgValue> reference_values(const KernelFamily& family, const V
   return out;
 }
 
-std::string compiled_cubin(const CompileJob& job, const CompileCache& cache, const std::string& what) {
+// A compiled kernel as the worker loads it: the CUBIN's path and the symbol to look up in it.
+struct CubinKernel {
+  std::string path;
+  std::string symbol;
+};
+
+CubinKernel compiled_cubin(const CompileJob& job, const CompileCache& cache, const std::string& what) {
   const std::string key = cache.key(job);
   auto compiled = cache.load(key);
   if (!compiled) {
@@ -72,7 +78,8 @@ std::string compiled_cubin(const CompileJob& job, const CompileCache& cache, con
   }
   if (const auto* err = std::get_if<CompileError>(&*compiled))
     throw SweepError(what + " does not compile: " + err->log.substr(0, err->log.find('\n', 400)));
-  return (cache.dir() / (key + ".cubin")).string();
+  const std::string& lowered = std::get<CompiledKernel>(*compiled).lowered_name;
+  return {(cache.dir() / (key + ".cubin")).string(), lowered.empty() ? job.kernel : lowered};
 }
 
 wire::KernelSpec reference_kernel(const KernelFamily& family, const ProblemKey& problem,
@@ -96,8 +103,10 @@ wire::KernelSpec reference_kernel(const KernelFamily& family, const ProblemKey& 
     if (c.outcome != Outcome::ok)
       throw SweepError(family.name + ": reference " + other.name + " (" + params_to_text(params) +
                        ") cannot run: " + c.reason);
-    k.cubin_path = compiled_cubin(compile_job(other, device, params), cache, "reference " + other.name);
-    k.kernel = other.kernel;
+    const CubinKernel compiled =
+        compiled_cubin(compile_job(other, device, params), cache, "reference " + other.name);
+    k.cubin_path = compiled.path;
+    k.kernel = compiled.symbol;
     k.grid = {c.launch.grid[0], c.launch.grid[1], c.launch.grid[2]};
     k.block = {c.launch.block[0], c.launch.block[1], c.launch.block[2]};
     k.dynamic_smem = c.launch.dynamic_smem;
@@ -119,9 +128,10 @@ wire::KernelSpec reference_kernel(const KernelFamily& family, const ProblemKey& 
     if (k.block[i] < 1 || k.grid[i] < 1 || k.block[i] > device.max_block_dim[i] ||
         k.grid[i] > device.max_grid_dim[i])
       throw SweepError(family.name + ": the reference's launch geometry does not fit the device");
-  k.cubin_path = compiled_cubin(CompileJob{rk.source, rk.file, rk.name, device.arch(), {}}, cache,
-                                "reference kernel " + rk.file);
-  k.kernel = rk.name;
+  const CubinKernel compiled = compiled_cubin(CompileJob{rk.source, rk.file, rk.name, device.arch(), {}},
+                                              cache, "reference kernel " + rk.file);
+  k.cubin_path = compiled.path;
+  k.kernel = compiled.symbol;
   k.args = reference_values(family, vars, rk.arguments);
   return k;
 }
@@ -172,7 +182,7 @@ wire::MeasureRequest measure_request(const KernelFamily& family, const ProblemKe
                                      const std::string& cubin_path, const MeasureSettings& settings) {
   wire::MeasureRequest req;
   req.kernel.cubin_path = cubin_path;
-  req.kernel.kernel = family.kernel;
+  req.kernel.kernel = launch.kernel_symbol.empty() ? family.kernel : launch.kernel_symbol;
   req.kernel.grid = {launch.grid[0], launch.grid[1], launch.grid[2]};
   req.kernel.block = {launch.block[0], launch.block[1], launch.block[2]};
   req.kernel.dynamic_smem = launch.dynamic_smem;
@@ -193,11 +203,11 @@ wire::BaselineRequest baseline_request(const KernelFamily& family, const Problem
   return req;
 }
 
-wire::Reply ask(WorkerProcess& worker, const nlohmann::json& message, double timeout_s, bool* timed_out) {
+wire::Reply ask(Worker& worker, const nlohmann::json& message, double timeout_s, bool* timed_out) {
   const auto r = worker.request(message, timeout_s);
-  if (timed_out) *timed_out = r.status == WorkerProcess::Reply::Status::timeout;
+  if (timed_out) *timed_out = r.status == Worker::Reply::Status::timeout;
   wire::Reply reply;
-  if (r.status != WorkerProcess::Reply::Status::ok) {
+  if (r.status != Worker::Reply::Status::ok) {
     reply.ok = false;
     reply.error = r.detail.empty() ? "timed out" : r.detail;
     return reply;
@@ -227,6 +237,7 @@ void apply_measurement(ResultRecord& r, const wire::Reply& reply, double work, c
   r.min_ms = reply.min_ms;
   r.spread = reply.spread;
   r.repetitions = reply.reps;
+  r.times_ms = reply.times_ms;
   if (reply.sm_clock_mhz > 0) r.sm_clock_mhz = reply.sm_clock_mhz;
   if (reply.median_ms > 0) r.metric = work / (reply.median_ms * 1e-3) / 1e9;
   r.metric_unit = unit;

@@ -16,6 +16,8 @@ wire::SetupRequest setup_request(const KernelFamily& family, const ProblemKey& p
                                  const DeviceLimits& device, const CompileCache& cache,
                                  const MeasureSettings& settings);
 
+// The worker looks the kernel up by launch.kernel_symbol (the lowered name apply_compile_result recorded, so
+// that C++ kernels are found), or by the family's kernel name before it is known.
 wire::MeasureRequest measure_request(const KernelFamily& family, const ProblemKey& problem,
                                      const Params& params, const LaunchGeometry& launch,
                                      const std::string& cubin_path, const MeasureSettings& settings);
@@ -25,8 +27,7 @@ wire::BaselineRequest baseline_request(const KernelFamily& family, const Problem
 
 // Sends a request and reads its reply. A worker that timed out or died gives ok == false with the reason;
 // `timed_out` tells the two apart where the caller cares.
-wire::Reply ask(WorkerProcess& worker, const nlohmann::json& message, double timeout_s,
-                bool* timed_out = nullptr);
+wire::Reply ask(Worker& worker, const nlohmann::json& message, double timeout_s, bool* timed_out = nullptr);
 
 // Fills the measured fields of a record from a worker's reply to a measure request.
 void apply_measurement(ResultRecord& record, const wire::Reply& reply, double work, const std::string& unit);

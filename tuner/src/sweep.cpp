@@ -37,7 +37,7 @@ std::string duration_text(double s) {
 
 }  // namespace
 
-DeviceLimits worker_device(WorkerProcess& worker) {
+DeviceLimits worker_device(Worker& worker) {
   const wire::Reply reply = ask(worker, wire::message("hello", nlohmann::json::object()), 120);
   if (!reply.ok) {
     std::string err = reply.error.empty() ? "the measuring worker did not start" : reply.error;
@@ -63,9 +63,9 @@ SpaceWalk sweep_space_walk(const KernelFamily& family, const SweepOptions& optio
   return SpaceWalk::sampled;
 }
 
-SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store,
-                       WorkerProcess& worker, const CompileCache& cache, const SweepOptions& options,
-                       std::ostream& out, const std::atomic<bool>* stop_requested) {
+SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store, Worker& worker,
+                       const CompileCache& cache, const SweepOptions& options, std::ostream& out,
+                       const std::atomic<bool>* stop_requested) {
   const auto t0 = Clock::now();
   const SpaceWalk walk = sweep_space_walk(family, options);
   SweepSummary summary;
@@ -73,16 +73,24 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   const std::string problem_text =
       problem.size_text() + (problem.args.empty() ? "" : " " + problem.args_text());
 
+  // A shard's sweep says so in its strategy, and resumes only a sweep of the same shard.
+  const std::string strategy_text =
+      options.strategy + (options.shard.whole() ? "" : " shard " + options.shard.text());
+  const auto same_shard = [&](const SweepInfo& s) {
+    return s.strategy.find(" shard ") == std::string::npos ? options.shard.whole()
+                                                           : s.strategy == strategy_text;
+  };
   std::set<std::string> done;
   if (options.resume) {
     std::optional<SweepInfo> prior;
     for (const auto& s : store.sweeps(family.name, "", problem))
-      if (s.kind == "sweep" && s.status != "done") {
+      if (s.kind == "sweep" && s.status != "done" && same_shard(s)) {
         prior = s;
         break;
       }
     if (!prior)
-      throw SweepError("nothing to resume: no unfinished sweep of " + family.name + " at " + problem_text);
+      throw SweepError("nothing to resume: no unfinished sweep of " + family.name + " at " + problem_text +
+                       (options.shard.whole() ? "" : " in shard " + options.shard.text()));
     const std::string id = "sweep " + std::to_string(prior->id);
     if (prior->device.uuid != device.uuid)
       throw SweepError("cannot resume " + id + ": it ran on " + prior->device.name + " (" +
@@ -96,7 +104,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     for (auto& k : store.stored_param_keys(prior->id)) done.insert(std::move(k));
     out << "resuming sweep " << prior->id << ": " << done.size() << " configurations already stored\n";
   } else {
-    const SweepSpec spec = sweep_spec(family, device, problem, "sweep", options.strategy);
+    const SweepSpec spec = sweep_spec(family, device, problem, "sweep", strategy_text);
     summary.sweep_id = store.begin_sweep(spec);
   }
 
@@ -125,7 +133,11 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   std::size_t total = 0;
   if (walk == SpaceWalk::enumerated) {
     const std::vector<Params> space = enumerate_space(family);
-    for (const auto& params : space) {
+    std::size_t in_shard = 0;
+    for (std::size_t i = 0; i < space.size(); ++i) {
+      const Params& params = space[i];
+      if (!options.shard.contains(i)) continue;
+      ++in_shard;
       if (done.count(params_to_text(params))) {
         ++summary.resumed_skipped;
         continue;
@@ -159,21 +171,33 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
 
     total = options.budget ? std::min(options.budget, table.size()) : table.size();
     out << family.name << " " << problem_text << " on " << device.name << ": " << space.size()
-        << " configurations, " << pruned_count << " pruned before compiling, " << total << " to measure"
+        << " configurations"
+        << (options.shard.whole() ? std::string()
+                                  : ", " + std::to_string(in_shard) + " in shard " + options.shard.text())
+        << ", " << pruned_count << " pruned before compiling, " << total << " to measure"
         << (options.strategy != "brute_force" ? " (" + options.strategy + ")" : "") << "\n";
   } else {
-    // Drawn points are pruned as they come; those stored before a resume are passed over.
+    // Drawn points are pruned as they come; those stored before a resume, or of other shards, are passed
+    // over.
+    const auto shard_space = options.shard.whole() ? nullptr : std::make_unique<SpaceIndex>(family);
     lazy = std::make_unique<LazyCandidates>(
         family, [&](const Params& p) { return prune_before_compile(family, device, problem, p); },
         [&](PlannedConfig&& c) { record_pruned(c); },
-        [&](const Params& p) { return done.count(params_to_text(p)) > 0; });
+        [&](const Params& p) {
+          if (!options.shard.whole()) {
+            const auto index = shard_space->index_of(p);
+            if (!index || !options.shard.contains(*index)) return true;
+          }
+          return done.count(params_to_text(p)) > 0;
+        });
     strategy = make_lazy_strategy(options.strategy, *lazy, options.budget, options.measure.seed);
     compiler = std::make_unique<BackgroundCompiler>(std::vector<CompileJob>{}, cache, options.compile_jobs,
                                                     /*eager=*/false);
     summary.resumed_skipped = static_cast<int>(done.size());
     total = options.budget;
     out << family.name << " " << problem_text << " on " << device.name << ": " << lazy->space().size()
-        << " configurations, sampled lazily (" << options.strategy << "): up to " << total
+        << " configurations" << (options.shard.whole() ? "" : " (shard " + options.shard.text() + ")")
+        << ", sampled lazily (" << options.strategy << "): up to " << total
         << " to measure, each drawn point pruned as it comes; the draws give up after " << kMaxFruitlessDraws
         << " in a row find nothing runnable\n";
   }
@@ -254,6 +278,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
                             measure_request(family, problem, c.params, c.launch, cubin, options.measure)),
               timeout, &timed_out);
       summary.gpu_busy_seconds += since(tm);
+      rec.measure_ms = since(tm) * 1e3;
       if (timed_out) {
         rec.outcome = Outcome::timeout;
         std::ostringstream why;

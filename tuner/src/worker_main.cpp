@@ -331,17 +331,17 @@ struct BoundKernel {
   }
 };
 
-class Worker;
+class GpuSide;
 
 // One library call bench can time: binds the operands of a request to the problem's buffers.
 struct LibraryCall {
   const char* name;
-  std::function<std::function<void()>(Worker&, const wire::BaselineRequest&)> bind;
+  std::function<std::function<void()>(GpuSide&, const wire::BaselineRequest&)> bind;
 };
 
-class Worker {
+class GpuSide {
  public:
-  explicit Worker(int gpu) : clock_(gpu) {
+  explicit GpuSide(int gpu) : clock_(gpu) {
     TILETUNE_CUDA_CHECK(cudaSetDevice(gpu));
     std::string why;
     for (auto& d : present_devices(&why))
@@ -362,7 +362,7 @@ class Worker {
     scratch_ = DeviceBuffer(4 * sizeof(double) + 4 * sizeof(unsigned long long));
   }
 
-  ~Worker() {
+  ~GpuSide() {
     cublas_.reset();
     timer_.reset();
     if (stream_) cudaStreamDestroy(stream_);
@@ -691,6 +691,7 @@ class Worker {
       r.p75_ms = s.p75;
       r.spread = s.spread;
       r.reps = s.reps;
+      r.times_ms = std::move(times);
       r.error_l2 = err;
       r.sm_clock_mhz = clock_mhz;
       return r;
@@ -743,7 +744,7 @@ cudaDataType cuda_data_type(ElementType t, const std::string& library) {
   }
 }
 
-std::function<void()> bind_sgemm(Worker& w, const wire::BaselineRequest& req, bool tf32) {
+std::function<void()> bind_sgemm(GpuSide& w, const wire::BaselineRequest& req, bool tf32) {
   Buffer &A = w.operand(req, "A"), &B = w.operand(req, "B"), &C = w.operand(req, "C");
   for (const Buffer* b : {&A, &B, &C})
     if (b->spec.type != ElementType::f32)
@@ -760,10 +761,10 @@ std::function<void()> bind_sgemm(Worker& w, const wire::BaselineRequest& req, bo
 // The one table of library calls; tiletune/library_calls.hpp names their operands for the family parser.
 const std::vector<LibraryCall>& library_table() {
   static const std::vector<LibraryCall> table = {
-      {"cublas_sgemm", [](Worker& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, false); }},
-      {"cublas_tf32", [](Worker& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, true); }},
+      {"cublas_sgemm", [](GpuSide& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, false); }},
+      {"cublas_tf32", [](GpuSide& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, true); }},
       {"cublas_gemm",
-       [](Worker& w, const wire::BaselineRequest& req) -> std::function<void()> {
+       [](GpuSide& w, const wire::BaselineRequest& req) -> std::function<void()> {
          Buffer &A = w.operand(req, "A"), &B = w.operand(req, "B"), &C = w.operand(req, "C");
          if (A.spec.type != B.spec.type)
            throw CudaFailure{cudaErrorInvalidValue, req.library + ": A and B must have one type"};
@@ -776,7 +777,7 @@ const std::vector<LibraryCall>& library_table() {
          };
        }},
       {"d2d_copy",
-       [](Worker& w, const wire::BaselineRequest& req) -> std::function<void()> {
+       [](GpuSide& w, const wire::BaselineRequest& req) -> std::function<void()> {
          Buffer& src = w.operand(req, "src");
          std::size_t bytes = src.bytes();
          void* dst = nullptr;
@@ -797,7 +798,7 @@ const std::vector<LibraryCall>& library_table() {
   return table;
 }
 
-wire::Reply Worker::baseline(const json& m) {
+wire::Reply GpuSide::baseline(const json& m) {
   const auto req = m.get<wire::BaselineRequest>();
   const auto call = std::find_if(library_table().begin(), library_table().end(),
                                  [&](const LibraryCall& c) { return req.library == c.name; });
@@ -846,7 +847,7 @@ bool write_line(int fd, const json& j) {
 }  // namespace
 
 int worker_main(int gpu, int in_fd, int out_fd) {
-  std::unique_ptr<Worker> worker;
+  std::unique_ptr<GpuSide> worker;
   std::string pending;
   char chunk[65536];
   for (;;) {
@@ -864,7 +865,7 @@ int worker_main(int gpu, int in_fd, int out_fd) {
       const json m = json::parse(line);
       const std::string op = m.at("op").get<std::string>();
       if (op == "quit") return 0;
-      if (!worker) worker = std::make_unique<Worker>(gpu);
+      if (!worker) worker = std::make_unique<GpuSide>(gpu);
       if (op == "hello")
         reply = worker->hello();
       else if (op == "setup")

@@ -130,13 +130,14 @@ struct Reply {
   std::string reason;
   double median_ms = 0, min_ms = 0, p25_ms = 0, p75_ms = 0, spread = 0;
   int reps = 0;
-  double error_l2 = 0;  // the largest relative L2 error of an output against its truth
+  std::vector<double> times_ms;  // every timed run, in order
+  double error_l2 = 0;           // the largest relative L2 error of an output against its truth
   double sm_clock_mhz = 0;
   double bytes = 0;  // d2d_copy: bytes read plus written
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Reply, ok, error, fatal, setup_ms, summary, outcome, reason,
-                                                median_ms, min_ms, p25_ms, p75_ms, spread, reps, error_l2,
-                                                sm_clock_mhz, bytes)
+                                                median_ms, min_ms, p25_ms, p75_ms, spread, reps, times_ms,
+                                                error_l2, sm_clock_mhz, bytes)
 
 // A request on the wire: {"op": OP, ...the struct's fields}.
 template <typename T>

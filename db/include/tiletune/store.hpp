@@ -46,6 +46,9 @@ struct ResultRecord {
   std::string occupancy_limiter;                   // "threads", "registers", "shared_memory", "blocks"
   std::optional<double> occupancy;                 // active warps / max warps per SM
   std::optional<double> sm_clock_mhz;
+  std::optional<double> compile_ms;  // NVRTC's time for this configuration's CUBIN (when it was compiled)
+  std::optional<double> measure_ms;  // wall time of the worker's measurement: set-up, checks and timed runs
+  std::vector<double> times_ms;      // every timed run's kernel time, in the order they ran
 };
 
 struct SweepInfo {
@@ -93,7 +96,7 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
 
   // A new sweep with status "running", to which add_results adds as measuring goes (a sweep that stops
   // half-way can be resumed). Throws StoreError when the spec is incomplete, or when its device would take
@@ -145,9 +148,38 @@ class Store {
   // field ("import: line 5, field 10 (median_ms) must be a positive, finite time in ms, got -1"), leaving the
   // database unchanged.
   ImportSummary import_csv(const std::string& text, const CsvImportLimits& limits = {});
+  // T4, the auto-tuning community's results format (schema version 1.0.0): every result of the chosen sweeps
+  // (all that match the filters, or only `sweep_ids`) with its configuration, compile time, timed runs,
+  // measurements with units and its outcome as T4's invalidity; and metadata: the devices with their
+  // properties, driver and runtime versions, and each sweep's provenance. Throws StoreError for a sweep id
+  // that does not exist or does not match the filters.
+  void export_t4(std::ostream& out, const std::string& family = "", const std::string& device_name = "",
+                 const std::vector<std::int64_t>& sweep_ids = {}) const;
   // A C++17 header with the best ok configuration of each (family, device, problem).
   void export_header(std::ostream& out, const std::string& family = "",
                      const std::string& device_name = "") const;
+
+  // Merge (db/src/merge.cpp): every sweep of every input database into `output` (created if missing), in one
+  // transaction on the output; inputs are only read. A sweep (by uid) already there with the same results
+  // (params, outcome, median) is skipped. Copies that differ are a conflict: when one holds every result of
+  // the other and more (a snapshot of a running sweep), the more complete one is kept (the stored copy gains
+  // the missing results and the later status); otherwise the copy stored first is kept. A sweep whose device
+  // the output refuses (db/SCHEMA.md, "Device identity") is skipped. Each conflict is one line on `report`.
+  // Throws StoreError (one line, naming the file) before writing anything when the output is an input (also
+  // through a link, or its -wal, -shm or -journal file) or an input is missing, not a tiletune database,
+  // corrupt or newer; any later failure leaves the output as it was.
+  struct MergeCounts {
+    std::string input;  // the path as given; "total" in MergeSummary::total
+    int sweeps_added = 0, sweeps_skipped = 0, sweeps_conflicting = 0;
+    std::int64_t results_added = 0;
+  };
+  struct MergeSummary {
+    std::vector<MergeCounts> inputs;
+    MergeCounts total;
+    int shard_groups = 0;  // (family, device, problem) groups of the output measured in more than one sweep
+  };
+  static MergeSummary merge(const std::vector<std::filesystem::path>& inputs,
+                            const std::filesystem::path& output, std::ostream& report);
 
  private:
   struct Impl;

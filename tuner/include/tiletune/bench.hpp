@@ -38,7 +38,7 @@ struct BenchRow {
 
 // Measures the family's best stored configuration (or its default, saying so) and each baseline.
 std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const KernelFamily& family,
-                                const ProblemKey& problem, const Store& store, WorkerProcess& worker,
+                                const ProblemKey& problem, const Store& store, Worker& worker,
                                 const CompileCache& cache, const MeasureSettings& settings,
                                 std::ostream& log);
 

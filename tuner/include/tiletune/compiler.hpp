@@ -23,7 +23,7 @@ struct ResourceUsage {
 struct CompileJob {
   std::string source;  // full text, parameters already defined
   std::string file_name;
-  std::string kernel;  // extern "C" name
+  std::string kernel;  // the kernel as the source names it: extern "C" or C++ (NVRTC lowers the name)
   std::string arch;    // "sm_90"
   std::vector<std::string> options;
 };
@@ -32,6 +32,9 @@ struct CompiledKernel {
   std::string cubin;
   std::string log;
   ResourceUsage usage;
+  // The kernel's symbol in the CUBIN: its mangled name for a C++ kernel, the name itself for extern "C".
+  std::string lowered_name;
+  double compile_ms = 0;  // NVRTC's wall time when it was compiled (a cache hit keeps the original's)
   bool from_cache = false;
 };
 
@@ -46,7 +49,8 @@ std::string nvrtc_version();
 // Whether this NVRTC keeps its own compile cache (12.9 and later); tiletune turns it off with --no-cache.
 bool nvrtc_has_own_cache();
 
-// Parses ptxas's "-v" lines for one kernel out of an NVRTC log.
+// Parses ptxas's "-v" lines for one kernel out of an NVRTC log; `kernel` is its lowered name, as ptxas
+// reports it. A kernel the log does not report gets zeros (unknown), never another kernel's usage.
 ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel);
 
 // Compiles in this process. Never throws on a compile error; the error carries the log.

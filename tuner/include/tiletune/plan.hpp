@@ -14,6 +14,7 @@
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/occupancy.hpp"
+#include "tiletune/shard.hpp"
 #include "tiletune/store.hpp"
 
 namespace tiletune {
@@ -23,6 +24,9 @@ struct LaunchGeometry {
   std::array<long long, 3> grid{1, 1, 1};
   long long dynamic_smem = 0;
   long long static_smem_estimate = 0;
+  // The kernel's symbol in its CUBIN (the lowered name of a C++ kernel), known once compiled; empty: the
+  // family's kernel name. It travels with the launch because the launch is what reaches the measure request.
+  std::string kernel_symbol;
   long long threads() const { return block[0] * block[1] * block[2]; }
 };
 
@@ -34,6 +38,7 @@ struct PlannedConfig {
   bool compiled = false;
   bool from_cache = false;
   ResourceUsage usage;
+  double compile_ms = 0;  // NVRTC's time for its CUBIN (a cache hit keeps the original compile's)
   Occupancy occupancy;
   std::string cache_key;  // where the CUBIN is in the compile cache
 };
@@ -134,8 +139,8 @@ class LazyCandidates {
 
 CompileJob compile_job(const KernelFamily& family, const DeviceLimits& device, const Params& params);
 
-// Records what compiling gave and applies the limits known only after compiling (registers, shared memory as
-// compiled, occupancy).
+// Records what compiling gave (resources, NVRTC's time, the kernel's lowered name for the launch) and applies
+// the limits known only after compiling (registers, shared memory as compiled, occupancy).
 void apply_compile_result(PlannedConfig& config, const CompileResult& result, const DeviceLimits& device);
 
 struct PlanOptions {
@@ -144,6 +149,8 @@ struct PlanOptions {
   ParallelMode mode = ParallelMode::processes;
   // When set, only these configurations (a strategy's choice) are planned.
   std::optional<std::vector<Params>> subset;
+  // Only this part of the space (a CPU node's share when warming a shared compile cache).
+  Shard shard;
 };
 
 Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,

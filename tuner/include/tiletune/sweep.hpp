@@ -13,6 +13,7 @@
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/plan.hpp"
+#include "tiletune/shard.hpp"
 #include "tiletune/store.hpp"
 #include "tiletune/worker.hpp"
 
@@ -41,6 +42,7 @@ struct SweepOptions {
   MeasureSettings measure;
   bool progress_line = false;  // a live line (terminal) instead of plain lines
   int log_every = 0;           // plain mode: a line every N configurations (0: only failures and new bests)
+  Shard shard;                 // measure only this part of the space (its own sweep; merge the databases)
 };
 
 struct SweepSummary {
@@ -63,10 +65,10 @@ enum class SpaceWalk { enumerated, sampled };
 SpaceWalk sweep_space_walk(const KernelFamily& family, const SweepOptions& options);
 
 // Asks the worker for its device; throws SweepError "no CUDA GPU: ..." when there is none.
-DeviceLimits worker_device(WorkerProcess& worker);
+DeviceLimits worker_device(Worker& worker);
 
-SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store,
-                       WorkerProcess& worker, const CompileCache& cache, const SweepOptions& options,
-                       std::ostream& out, const std::atomic<bool>* stop_requested = nullptr);
+SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store, Worker& worker,
+                       const CompileCache& cache, const SweepOptions& options, std::ostream& out,
+                       const std::atomic<bool>* stop_requested = nullptr);
 
 }  // namespace tiletune

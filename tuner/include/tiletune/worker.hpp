@@ -19,12 +19,12 @@ int worker_main(int gpu, int in_fd, int out_fd);
 // it returns the child's exit status when the process is such a helper, and -1 otherwise.
 int run_child_if_requested(int argc, char** argv);
 
-class WorkerProcess {
+// What the sweep and bench loops measure through: one request at a time, answered within a timeout. The
+// worker process below is the real one; the CPU tests drive the loops with a fake (tests/tuner), so that
+// dealing, retries, timeouts and resume are tested without a GPU.
+class Worker {
  public:
-  explicit WorkerProcess(int gpu);
-  ~WorkerProcess();
-  WorkerProcess(const WorkerProcess&) = delete;
-  WorkerProcess& operator=(const WorkerProcess&) = delete;
+  virtual ~Worker() = default;
 
   struct Reply {
     enum class Status { ok, timeout, died } status = Status::ok;
@@ -32,11 +32,23 @@ class WorkerProcess {
     std::string detail;   // when died: how the worker ended
   };
 
-  // Sends one request and waits up to timeout_s for its reply. On timeout the worker is killed; on death
-  // the reply says how it ended. Either way the next request starts a fresh worker.
-  Reply request(const nlohmann::json& message, double timeout_s);
+  // Sends one request (worker_protocol.hpp) and waits up to timeout_s for its reply. On timeout the worker
+  // is stopped; on death the reply says how it ended. Either way the next request starts a fresh worker.
+  virtual Reply request(const nlohmann::json& message, double timeout_s) = 0;
+  // Fresh workers started after the first.
+  virtual int restarts() const = 0;
+};
+
+class WorkerProcess final : public Worker {
+ public:
+  explicit WorkerProcess(int gpu);
+  ~WorkerProcess() override;
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  Reply request(const nlohmann::json& message, double timeout_s) override;
   void stop();
-  int restarts() const { return restarts_; }
+  int restarts() const override { return restarts_; }
 
  private:
   void start();

@@ -1,0 +1,280 @@
+// The sweep loop without a GPU: run_sweep drives a fake worker that answers as the measuring worker does
+// (hello, setup, measure) with times made up from each configuration, and can time out or die on chosen
+// ones. Everything else is real: the family, pruning, NVRTC compiling, the strategies and the store. So
+// dealing, failures and restarts, resume and shards are checked in CI.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "../test_paths.hpp"
+#include "tiletune/shard.hpp"
+#include "tiletune/sweep.hpp"
+
+namespace tiletune {
+namespace {
+
+using nlohmann::json;
+
+// A vector scale with two tunables: BLOCK (1024 threads at most, so 2048 is pruned) and ITEMS.
+void write_family(const std::filesystem::path& root) {
+  const auto dir = root / "scale";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "scale.cu") << R"(#ifndef BLOCK
+#define BLOCK 256
+#endif
+#ifndef ITEMS
+#define ITEMS 1
+#endif
+extern "C" __global__ void scale(float* x, long long n) {
+  long long i = (blockIdx.x * (long long)BLOCK + threadIdx.x) * ITEMS;
+  for (int k = 0; k < ITEMS; ++k, ++i)
+    if (i < n) x[i] = 2.0f * x[i];
+}
+)";
+  std::ofstream(dir / "scale_reference.cu")
+      << R"(extern "C" __global__ void scale_reference(double* x, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) x[i] = 2.0 * x[i];
+}
+)";
+  std::ofstream(dir / "family.json") << R"json({
+  "name": "scale", "source": "scale.cu", "kernel": "scale",
+  "problem": {"dims": ["n"], "default_sizes": ["1000000"]},
+  "parameters": {"BLOCK": {"values": [32, 64, 128, 256, 512, 1024, 2048], "default": 256},
+                 "ITEMS": {"values": [1, 2, 4], "default": 1}},
+  "launch": {"block": ["BLOCK"], "grid": ["ceil_div(n, BLOCK * ITEMS)"]},
+  "arguments": [{"name": "x", "buffer": "float", "count": "n", "role": "inout"},
+                {"name": "n", "scalar": "long", "value": "n"}],
+  "metric": {"unit": "GB/s", "work": "8 * n"},
+  "reference": {"kernel": "scale_reference.cu", "block": ["256"], "grid": ["ceil_div(n, 256)"]}
+})json";
+}
+
+// Answers as the measuring worker would. A configuration is known by its launch: block (BLOCK) and grid
+// (which gives ITEMS for the fixed n).
+class FakeWorker final : public Worker {
+ public:
+  struct Launch {
+    std::int64_t block = 0, grid = 0;
+    bool operator<(const Launch& o) const { return std::tie(block, grid) < std::tie(o.block, o.grid); }
+  };
+  // What a measure request gets; the default is a time that depends on the launch.
+  std::function<Reply(const Launch&)> on_measure = [](const Launch& l) { return ok(time_of(l)); };
+  std::atomic<bool>* stop_after = nullptr;
+  int stop_after_measures = -1;
+
+  static double time_of(const Launch& l) {
+    return 0.5 + 0.001 * static_cast<double>((l.block * 7919 + l.grid * 104729) % 997);
+  }
+  static Reply ok(double ms) {
+    Reply r;
+    r.body = json{{"ok", true},
+                  {"outcome", "ok"},
+                  {"median_ms", ms},
+                  {"min_ms", ms * 0.99},
+                  {"spread", 0.01},
+                  {"reps", 3},
+                  {"times_ms", {ms, ms * 0.99, ms * 1.01}}};
+    return r;
+  }
+
+  Reply request(const json& message, double) override {
+    const std::string op = message.at("op");
+    Reply r;
+    if (op == "hello") {
+      r.body = json{{"ok", true}, {"summary", load_profile("h100").to_json()}};
+    } else if (op == "setup") {
+      ++setups;
+      r.body = json{{"ok", true}};
+    } else if (op == "measure") {
+      const Launch l{message.at("kernel").at("block")[0], message.at("kernel").at("grid")[0]};
+      ++measured[l];
+      r = on_measure(l);
+      if (r.status != Reply::Status::ok) ++restarts_;
+      if (stop_after && ++measures == stop_after_measures) stop_after->store(true);
+    } else {
+      r.body = json{{"ok", false}, {"error", "unknown op " + op}};
+    }
+    return r;
+  }
+  int restarts() const override { return restarts_; }
+
+  std::map<Launch, int> measured;
+  int setups = 0, measures = 0;
+
+ private:
+  int restarts_ = 0;
+};
+
+class SweepLoop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_family(root.path);
+    family = load_family(root.path / "scale");
+    problem.dims = {1000000};
+  }
+
+  SweepSummary sweep(Store& store, FakeWorker& worker, SweepOptions options = {},
+                     const std::atomic<bool>* stop = nullptr) {
+    options.compile_jobs = 2;
+    std::ostringstream out;
+    SweepSummary s = run_sweep(family, problem, store, worker, cache, options, out, stop);
+    log = out.str();
+    return s;
+  }
+
+  // The stored configurations of a sweep by outcome.
+  static std::map<std::string, Outcome> outcomes(const Store& store, std::int64_t sweep_id) {
+    std::map<std::string, Outcome> out;
+    for (const auto& r : store.results(sweep_id)) out[params_to_text(r.record.params)] = r.record.outcome;
+    return out;
+  }
+
+  test::TempDir root, db_dir;
+  inline static test::TempDir cache_dir;  // shared, so that each configuration compiles once per run
+  CompileCache cache{cache_dir.path};
+  KernelFamily family;
+  ProblemKey problem;
+  std::string log;
+};
+
+TEST_F(SweepLoop, BruteForceMeasuresEveryRunnableConfigurationOnceAndStoresTheRest) {
+  Store store = Store::open(db_dir.path / "a.db");
+  FakeWorker worker;
+  const SweepSummary s = sweep(store, worker);
+  EXPECT_EQ(s.measured, 18);
+  EXPECT_EQ(s.counts.at(Outcome::ok), 18);
+  EXPECT_EQ(s.counts.at(Outcome::pruned), 3);  // BLOCK=2048
+  EXPECT_EQ(worker.measured.size(), 18u);
+  for (const auto& [launch, times] : worker.measured)
+    EXPECT_EQ(times, 1) << launch.block << " " << launch.grid;
+  EXPECT_EQ(worker.setups, 1);
+  // The best is the fake's fastest launch, stored with its runs and NVRTC's compile time.
+  double fastest = 1e9;
+  for (const auto& [launch, times] : worker.measured)
+    fastest = std::min(fastest, FakeWorker::time_of(launch));
+  ASSERT_TRUE(s.best);
+  EXPECT_EQ(*s.best->record.median_ms, fastest);
+  EXPECT_EQ(s.best->record.times_ms.size(), 3u);
+  EXPECT_TRUE(s.best->record.measure_ms.has_value());
+  EXPECT_TRUE(s.best->record.compile_ms.has_value());
+  EXPECT_GT(*s.best->record.metric, 0);
+  EXPECT_EQ(store.sweep(s.sweep_id)->status, "done");
+}
+
+TEST_F(SweepLoop, TimeoutsAndDeathsCostOnlyTheirConfigurationAndRestartTheWorker) {
+  Store store = Store::open(db_dir.path / "a.db");
+  FakeWorker worker;
+  worker.on_measure = [](const FakeWorker::Launch& l) {
+    Worker::Reply r = FakeWorker::ok(FakeWorker::time_of(l));
+    if (l.block == 64) r.status = Worker::Reply::Status::timeout;  // three configurations
+    if (l.block == 512 && l.grid == 977) {                         // ITEMS=2
+      r.status = Worker::Reply::Status::died;
+      r.detail = "killed by signal 11";
+    }
+    return r;
+  };
+  SweepOptions options;
+  options.timeout_s = 5;
+  const SweepSummary s = sweep(store, worker, options);
+  EXPECT_EQ(s.counts.at(Outcome::timeout), 3);
+  EXPECT_EQ(s.counts.at(Outcome::runtime_failed), 1);
+  EXPECT_EQ(s.counts.at(Outcome::ok), 14);
+  EXPECT_EQ(worker.restarts(), 4);
+  // Every failure needs a fresh worker, set up again before its next measurement.
+  EXPECT_GE(worker.setups, 4);
+  const auto stored = outcomes(store, s.sweep_id);
+  EXPECT_EQ(stored.at("BLOCK=512,ITEMS=2"), Outcome::runtime_failed);
+  EXPECT_EQ(stored.at("BLOCK=64,ITEMS=4"), Outcome::timeout);
+  EXPECT_EQ(stored.size(), 21u);
+}
+
+TEST_F(SweepLoop, AnInterruptedSweepResumesWithWhatIsLeft) {
+  Store store = Store::open(db_dir.path / "a.db");
+  std::atomic<bool> stop{false};
+  FakeWorker first;
+  first.stop_after = &stop;
+  first.stop_after_measures = 7;
+  const SweepSummary a = sweep(store, first, {}, &stop);
+  EXPECT_TRUE(a.interrupted);
+  EXPECT_EQ(store.sweep(a.sweep_id)->status, "interrupted");
+  EXPECT_EQ(first.measures, 7);
+
+  FakeWorker second;
+  SweepOptions resume;
+  resume.resume = true;
+  const SweepSummary b = sweep(store, second, resume);
+  EXPECT_EQ(b.sweep_id, a.sweep_id);
+  EXPECT_EQ(second.measured.size(), 11u);  // 18 runnable, 7 measured before
+  for (const auto& [launch, n] : second.measured) EXPECT_EQ(first.measured.count(launch), 0u);
+  EXPECT_EQ(outcomes(store, a.sweep_id).size(), 21u);
+  EXPECT_EQ(store.sweep(a.sweep_id)->status, "done");
+}
+
+TEST_F(SweepLoop, ShardsSplitTheSpaceAndTogetherFindTheSameBest) {
+  Store whole_store = Store::open(db_dir.path / "whole.db");
+  FakeWorker whole_worker;
+  const SweepSummary whole = sweep(whole_store, whole_worker);
+
+  std::set<std::string> seen;
+  std::optional<double> best;
+  std::size_t measured = 0;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    Store store = Store::open(db_dir.path / ("shard" + std::to_string(i) + ".db"));
+    FakeWorker worker;
+    SweepOptions options;
+    options.shard = Shard{i, 4};
+    const SweepSummary s = sweep(store, worker, options);
+    EXPECT_NE(log.find("in shard " + std::to_string(i) + "/4"), std::string::npos) << log;
+    EXPECT_EQ(store.sweep(s.sweep_id)->strategy, "brute_force shard " + std::to_string(i) + "/4");
+    for (const auto& [params, outcome] : outcomes(store, s.sweep_id))
+      EXPECT_TRUE(seen.insert(params).second) << params << " is in two shards";
+    measured += worker.measured.size();
+    if (s.best && (!best || *s.best->record.median_ms < *best)) best = *s.best->record.median_ms;
+  }
+  EXPECT_EQ(seen.size(), 21u);
+  EXPECT_EQ(measured, 18u);
+  ASSERT_TRUE(best && whole.best);
+  EXPECT_EQ(*best, *whole.best->record.median_ms);
+}
+
+TEST_F(SweepLoop, RandomWithABudgetMeasuresThatManyDistinctConfigurations) {
+  Store store = Store::open(db_dir.path / "a.db");
+  FakeWorker worker;
+  SweepOptions options;
+  options.strategy = "random";
+  options.budget = 5;
+  const SweepSummary s = sweep(store, worker, options);
+  EXPECT_EQ(s.measured, 5);
+  EXPECT_EQ(worker.measured.size(), 5u);
+  for (const auto& [launch, n] : worker.measured) EXPECT_EQ(n, 1);
+}
+
+TEST(ShardText, IsReadStrictlyAndSplitsEvenly) {
+  EXPECT_EQ(parse_shard("3/4").index, 3u);
+  EXPECT_EQ(parse_shard("0/1").text(), "");
+  for (const char* bad : {"4/4", "1", "a/4", "-1/4", "1/0", "1/2/3", "", "/", "1/99999999"}) {
+    try {
+      parse_shard(bad);
+      ADD_FAILURE() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+      EXPECT_EQ(std::string(e.what()).rfind("--shard", 0), 0u) << e.what();
+    }
+  }
+  // Each of 8 shards of 80,000 indices holds an eighth, within 3%.
+  std::vector<int> counts(8);
+  for (std::uint64_t i = 0; i < 80000; ++i)
+    for (std::uint64_t s = 0; s < 8; ++s)
+      if (Shard{s, 8}.contains(i)) ++counts[s];
+  for (int c : counts) EXPECT_NEAR(c, 10000, 300);
+  EXPECT_TRUE(Shard{}.contains(12345));
+}
+
+}  // namespace
+}  // namespace tiletune
