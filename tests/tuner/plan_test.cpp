@@ -365,3 +365,24 @@ TEST(Plan, TemplatesWithAnyBytesCompileInChildProcesses) {
     EXPECT_NE(std::get<CompileError>(results[1]).log.find("#error"), std::string::npos);
   }
 }
+
+// A compile that fails after a warning says why in its first line; the whole log is kept after it.
+TEST(Plan, ACompileFailureLeadsWithItsErrorLine) {
+  const std::string log =
+      "nvrtc: warning: \"--std (-std)=c++17\" followed by \"--std (-std)=c++11\"\n"
+      "ptxas info    : Used 168 registers\n"
+      " ptxas error   : Entry function 'k' uses too much shared data (0xe100 bytes, 0xc000 max)\n";
+  PlannedConfig c;
+  apply_compile_result(c, CompileError{log}, load_profile("h100"));
+  EXPECT_EQ(c.outcome, Outcome::compile_failed);
+  EXPECT_EQ(c.reason,
+            "ptxas error   : Entry function 'k' uses too much shared data (0xe100 bytes, 0xc000 max)\n" + log);
+  PlannedConfig first;
+  apply_compile_result(first, CompileError{"k.cu(3): error: expected a ;\n1 error detected\n"},
+                       load_profile("h100"));
+  EXPECT_EQ(first.reason, "k.cu(3): error: expected a ;\n1 error detected\n");
+  PlannedConfig none;
+  apply_compile_result(none, CompileError{"nvrtcCompileProgram: NVRTC_ERROR_INVALID_OPTION"},
+                       load_profile("h100"));
+  EXPECT_EQ(none.reason, "nvrtcCompileProgram: NVRTC_ERROR_INVALID_OPTION");
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 
 namespace tiletune {
 
@@ -192,11 +193,32 @@ CompileJob compile_job(const KernelFamily& family, const DeviceLimits& device, c
                     family.compile_options};
 }
 
+namespace {
+
+// A compile log with its first error line put first, so that the one line a sweep prints says why it failed
+// rather than repeating a warning that came before (an option given twice, say); the whole log follows.
+std::string with_error_first(const std::string& log) {
+  std::size_t start = 0;
+  while (start < log.size()) {
+    const std::size_t end = std::min(log.find('\n', start), log.size());
+    const std::string_view line(log.data() + start, end - start);
+    if (line.find("error") != std::string_view::npos) {
+      if (start == 0) return log;
+      const std::size_t first = line.find_first_not_of(' ');
+      return std::string(line.substr(first == std::string_view::npos ? 0 : first)) + "\n" + log;
+    }
+    start = end + 1;
+  }
+  return log;
+}
+
+}  // namespace
+
 void apply_compile_result(PlannedConfig& c, const CompileResult& result, const DeviceLimits& device) {
   c.compiled = true;
   if (const auto* err = std::get_if<CompileError>(&result)) {
     c.outcome = Outcome::compile_failed;
-    c.reason = err->log;
+    c.reason = with_error_first(err->log);
     return;
   }
   const auto& k = std::get<CompiledKernel>(result);
