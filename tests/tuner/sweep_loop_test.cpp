@@ -7,6 +7,7 @@
 #include <atomic>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -53,6 +54,26 @@ extern "C" __global__ void scale(float* x, long long n) {
   "metric": {"unit": "GB/s", "work": "8 * n"},
   "reference": {"kernel": "scale_reference.cu", "block": ["256"], "grid": ["ceil_div(n, 256)"]}
 })json";
+}
+
+// The same kernel with three more tunables it ignores, 100 values each: 21,000,000 configurations, more than
+// a sweep enumerates, so that a budgeted strategy samples the space lazily.
+void write_wide_family(const std::filesystem::path& root) {
+  write_family(root);
+  const auto dir = root / "scale_wide";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(root / "scale" / "scale.cu", dir / "scale.cu");
+  std::filesystem::copy_file(root / "scale" / "scale_reference.cu", dir / "scale_reference.cu");
+  std::string hundred;
+  for (int i = 0; i < 100; ++i) hundred += (i ? ", " : "") + std::to_string(i);
+  std::ifstream in(root / "scale" / "family.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("\"scale\""), 7, "\"scale_wide\"");
+  const std::string items = R"("ITEMS": {"values": [1, 2, 4], "default": 1})";
+  text.replace(text.find(items), items.size(),
+               items + ", \"PAD_A\": {\"values\": [" + hundred + "]}, \"PAD_B\": {\"values\": [" + hundred +
+                   "]}, \"PAD_C\": {\"values\": [" + hundred + "]}");
+  std::ofstream(dir / "family.json") << text;
 }
 
 // Answers as the measuring worker would. A configuration is known by its launch: block (BLOCK) and grid
@@ -241,6 +262,34 @@ TEST_F(SweepLoop, ShardsSplitTheSpaceAndTogetherFindTheSameBest) {
   EXPECT_EQ(measured, 18u);
   ASSERT_TRUE(best && whole.best);
   EXPECT_EQ(*best, *whole.best->record.median_ms);
+}
+
+TEST_F(SweepLoop, ShardsOfASpaceTooLargeToEnumerateDrawOnlyTheirOwnPart) {
+  write_wide_family(root.path);
+  const KernelFamily wide = load_family(root.path / "scale_wide");
+  const SpaceIndex index(wide);
+  ASSERT_EQ(index.size(), 21'000'000u);
+  std::set<std::string> seen;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    Store store = Store::open(db_dir.path / ("wide" + std::to_string(i) + ".db"));
+    FakeWorker worker;
+    SweepOptions options;
+    options.strategy = "random";
+    options.budget = 4;
+    options.shard = Shard{i, 3};
+    options.compile_jobs = 2;
+    std::ostringstream out;
+    const SweepSummary s = run_sweep(wide, problem, store, worker, cache, options, out);
+    EXPECT_NE(out.str().find("(shard " + std::to_string(i) + "/3), sampled lazily"), std::string::npos)
+        << out.str();
+    EXPECT_EQ(s.measured, 4);
+    for (const auto& r : store.results(s.sweep_id)) {
+      const auto at = index.index_of(r.record.params);
+      ASSERT_TRUE(at);
+      EXPECT_TRUE(options.shard.contains(*at)) << params_to_text(r.record.params) << " is not in shard " << i;
+      EXPECT_TRUE(seen.insert(params_to_text(r.record.params)).second);
+    }
+  }
 }
 
 TEST_F(SweepLoop, RandomWithABudgetMeasuresThatManyDistinctConfigurations) {

@@ -179,11 +179,13 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   } else {
     // Drawn points are pruned as they come; those stored before a resume, or of other shards, are passed
     // over.
-    const auto shard_space = options.shard.whole() ? nullptr : std::make_unique<SpaceIndex>(family);
+    // The skip test outlives this block (the strategy draws through it): it owns the shard's space index.
+    std::shared_ptr<const SpaceIndex> shard_space;
+    if (!options.shard.whole()) shard_space = std::make_shared<const SpaceIndex>(family);
     lazy = std::make_unique<LazyCandidates>(
         family, [&](const Params& p) { return prune_before_compile(family, device, problem, p); },
         [&](PlannedConfig&& c) { record_pruned(c); },
-        [&](const Params& p) {
+        [&, shard_space](const Params& p) {
           if (!options.shard.whole()) {
             const auto index = shard_space->index_of(p);
             if (!index || !options.shard.contains(*index)) return true;
