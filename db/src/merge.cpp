@@ -2,14 +2,11 @@
 // transaction on the output, sweep by sweep so that memory follows the largest sweep, not the inputs.
 #include <sqlite3.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <map>
 #include <ostream>
 #include <set>
 
-#include "schema.hpp"
 #include "store_rows.hpp"
 
 namespace tiletune {
@@ -66,12 +63,6 @@ void check_pages(const sql::Db& db) {
     throw StoreError(
         "the database is corrupt (PRAGMA quick_check: " + rows::shown(check.column_text(0), 120) + ")");
 }
-
-// An input to read, opened read-only (an input is never written; an older schema is read as it is).
-struct Input {
-  explicit Input(const fs::path& path) : store(Store::open(path, Store::Mode::read_only)) {}
-  Store store;
-};
 
 // A read transaction: every query sees the same snapshot of the input.
 class ReadSnapshot {
@@ -214,6 +205,23 @@ std::optional<std::int64_t> device_row(const sql::Db& out, const DeviceRecord& d
   }
 }
 
+// Writes the incoming copy's results (those named in `only`, when given) to the output sweep `to`, each held
+// to the import's rules; returns how many.
+std::int64_t copy_results(const sql::Db& out, std::int64_t to, std::int64_t family_id, const sql::Db& in,
+                          const SweepInfo& s, const std::set<std::string>* only = nullptr) {
+  rows::ResultWriter writer(out, family_id);
+  std::int64_t written = 0;
+  for (const StoredResult& r : rows::select_results(in, s.id)) {
+    const std::string params = params_to_text(r.record.params);
+    if (only != nullptr && only->count(params) == 0) continue;
+    rows::check_measurement(r.record, s.kind == "sweep",
+                            [&](const std::string& key) { return "result " + params + ": " + key; });
+    writer.write(to, r.record, r.measured_at);
+    ++written;
+  }
+  return written;
+}
+
 // Adds the sweep and every result as stored, held to the import's rules (it is what an export and an import
 // would carry); returns the results added, or nullopt when the output refuses its device.
 std::optional<std::int64_t> copy_sweep(const sql::Db& out, const sql::Db& in, const SweepInfo& s,
@@ -245,34 +253,16 @@ std::optional<std::int64_t> copy_sweep(const sql::Db& out, const sql::Db& in, co
   if (!s.ended_at.empty()) row.ended_at = s.ended_at;
   row.tiletune_version = s.tiletune_version;
   row.git_sha = s.git_sha;
-  const std::int64_t sweep_id = rows::insert_sweep(out, row);
-
-  const std::vector<StoredResult> results = rows::select_results(in, s.id);
-  rows::ResultWriter writer(out, row.family_id);
-  for (const StoredResult& r : results) {
-    const std::string params = params_to_text(r.record.params);
-    rows::check_measurement(r.record, s.kind == "sweep",
-                            [&](const std::string& key) { return "result " + params + ": " + key; });
-    writer.write(sweep_id, r.record, r.measured_at);
-  }
+  const std::int64_t added = copy_results(out, rows::insert_sweep(out, row), row.family_id, in, s);
   savepoint.release();
-  return static_cast<std::int64_t>(results.size());
+  return added;
 }
 
 // The stored copy is an earlier snapshot of the incoming one (a sweep copied while it ran): adds the results
 // it lacks, held to the import's rules, and takes the incoming copy's status and end time.
 std::int64_t extend_sweep(const sql::Db& out, const StoredSweep& kept, const sql::Db& in, const SweepInfo& s,
                           const std::set<std::string>& missing) {
-  rows::ResultWriter writer(out, rows::sweep_family_id(out, kept.id));
-  std::int64_t added = 0;
-  for (const StoredResult& r : rows::select_results(in, s.id)) {
-    const std::string params = params_to_text(r.record.params);
-    if (missing.count(params) == 0) continue;
-    rows::check_measurement(r.record, s.kind == "sweep",
-                            [&](const std::string& key) { return "result " + params + ": " + key; });
-    writer.write(kept.id, r.record, r.measured_at);
-    ++added;
-  }
+  const std::int64_t added = copy_results(out, kept.id, rows::sweep_family_id(out, kept.id), in, s, &missing);
   sql::Stmt update = out.prepare("UPDATE sweeps SET status = ?1, ended_at = ?2 WHERE id = ?3");
   update.bind(1, s.status)
       .bind(2, s.ended_at.empty() ? std::nullopt : std::optional<std::string>(s.ended_at));
@@ -349,8 +339,9 @@ Store::MergeSummary Store::merge(const std::vector<fs::path>& inputs, const fs::
         report << sql::one_line("conflict: " + input.string() + ": " + describe(s) + ": " + why) << "\n";
       };
       try {
-        const Input opened(input);
-        const sql::Db& in = opened.store.impl_->db;
+        // Read-only: an input is never written, and an older schema is read as it is.
+        const Store opened = Store::open(input, Mode::read_only);
+        const sql::Db& in = opened.impl_->db;
         const ReadSnapshot snapshot(in);
         for (const SweepInfo& s : rows::sweeps_for_export(in, "", "")) {
           try {

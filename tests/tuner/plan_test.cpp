@@ -375,8 +375,9 @@ TEST(Plan, ACompileFailureLeadsWithItsErrorLine) {
   PlannedConfig c;
   apply_compile_result(c, CompileError{log}, load_profile("h100"));
   EXPECT_EQ(c.outcome, Outcome::compile_failed);
-  EXPECT_EQ(c.reason,
-            "ptxas error   : Entry function 'k' uses too much shared data (0xe100 bytes, 0xc000 max)\n" + log);
+  EXPECT_EQ(
+      c.reason,
+      "ptxas error   : Entry function 'k' uses too much shared data (0xe100 bytes, 0xc000 max)\n" + log);
   PlannedConfig first;
   apply_compile_result(first, CompileError{"k.cu(3): error: expected a ;\n1 error detected\n"},
                        load_profile("h100"));
