@@ -178,8 +178,8 @@ std::vector<std::string> Store::stored_param_keys(std::int64_t sweep_id) const {
   return keys;
 }
 
-std::vector<StoredResult> Store::results(std::int64_t sweep_id) const {
-  return as_store_error("results", [&] { return rows::select_results(impl_->db, sweep_id); });
+std::vector<StoredResult> Store::results(std::int64_t sweep_id, std::size_t limit) const {
+  return as_store_error("results", [&] { return rows::select_results(impl_->db, sweep_id, limit); });
 }
 
 std::optional<StoredResult> Store::best(const std::string& family, const std::string& device_name,

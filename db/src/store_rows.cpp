@@ -403,15 +403,15 @@ std::int64_t sweep_family_id(const sql::Db& db, std::int64_t sweep_id) {
   return select.column_int64(0);
 }
 
-std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id) {
+std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id, std::size_t limit) {
   sql::Stmt select =
       db.prepare("SELECT " + result_columns_of(db) +
                  " FROM results r JOIN configurations c ON c.id = r.configuration_id "
                  "WHERE r.sweep_id = ?1 ORDER BY CASE r.outcome WHEN 'ok' THEN 0 WHEN 'pruned' THEN 1 "
                  "WHEN 'compile_failed' THEN 2 WHEN 'launch_failed' THEN 3 WHEN 'runtime_failed' THEN 4 "
                  "WHEN 'timeout' THEN 5 WHEN 'wrong_result' THEN 6 ELSE 7 END, "
-                 "r.median_ms IS NULL, r.median_ms, c.params_text");
-  select.bind(1, sweep_id);
+                 "r.median_ms IS NULL, r.median_ms, c.params_text LIMIT ?2");
+  select.bind(1, sweep_id).bind(2, limit ? static_cast<std::int64_t>(limit) : std::int64_t{-1});
   std::vector<StoredResult> results;
   while (select.step()) results.push_back(read_result(select, 0));
   return results;

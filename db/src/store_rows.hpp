@@ -71,8 +71,8 @@ struct SweepFilter {
 // Newest first.
 std::vector<SweepInfo> select_sweeps(const sql::Db& db, const SweepFilter& filter);
 std::int64_t sweep_family_id(const sql::Db& db, std::int64_t sweep_id);
-// Ok results by median time, then the others by outcome.
-std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id);
+// Ok results by median time, then the others by outcome; the first `limit` of them (0: all).
+std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id, std::size_t limit = 0);
 std::optional<StoredResult> select_result(const sql::Db& db, std::int64_t result_id);
 
 // The best ok result of each (family, device name, problem), for the header export.

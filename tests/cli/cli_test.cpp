@@ -137,12 +137,33 @@ TEST(Cli, GpuCommandsSayThereIsNoGpu) {
   TempDir dir;
   if (have_gpu(dir)) GTEST_SKIP() << "a GPU is present; this checks the message on machines without one";
   for (const char* args :
-       {"sweep --family gemm_tiled --size 64x64x64", "bench --family gemm_tiled --size 64x64x64", "sweep"}) {
+       {"sweep --family gemm_tiled --size 64x64x64", "bench --family gemm_tiled --size 64x64x64", "sweep",
+        "sweep --gpus all --family gemm_tiled --size 64x64x64", "sweep --gpus 0,1", "sweep --gpus all"}) {
     const CmdResult r = tiletune_cmd(args, dir);
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
     EXPECT_NE(r.err.find("no CUDA GPU"), std::string::npos) << args << ": " << r.err;
   }
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db")) << "a sweep with no GPU left a database";
+}
+
+TEST(Cli, SweepRefusesAMalformedGpuList) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--gpus 0,0", "names GPU 0 twice"},
+      {"--gpus 0,,1", "takes 'all' or device indices"},
+      {"--gpus=-1", "takes 'all' or device indices"},
+      {"--gpus one", "takes 'all' or device indices"},
+      {"--gpus 99999", "takes 'all' or device indices"},
+      {"--gpus all --gpu 1", "give --gpu or --gpus, not both"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CmdResult r = tiletune_cmd("sweep --family gemm_tiled --size 64x64x64 " + args, dir);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db"));
 }
 
 namespace {

@@ -171,6 +171,20 @@ TEST_F(StoreTest, AddingAConfigurationAgainReplacesIt) {
   EXPECT_EQ(store.best("gemm_tiled", h100.name, s.problem)->record.params, (Params{{"TILE", 16}}));
 }
 
+TEST_F(StoreTest, ResultsCanBeLimitedToTheFastestFew) {
+  const std::int64_t id = store.begin_sweep(spec("gemm_tiled", h100, {1000, 1000, 1000}));
+  store.add_results(id, {failed({{"TILE", 8}}, Outcome::runtime_failed, "illegal address"),
+                         ok({{"TILE", 16}}, 2.0), ok({{"TILE", 32}}, 1.0), ok({{"TILE", 64}}, 1.5)});
+  const auto two = store.results(id, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].record.params, (Params{{"TILE", 32}}));
+  EXPECT_EQ(two[1].record.params, (Params{{"TILE", 64}}));
+  const auto many = store.results(id, 10);
+  ASSERT_EQ(many.size(), 4u);
+  EXPECT_EQ(many[3].record.outcome, Outcome::runtime_failed);
+  EXPECT_EQ(store.results(id).size(), 4u);
+}
+
 TEST_F(StoreTest, AddResultsIsAllOrNothing) {
   const std::int64_t id = store.begin_sweep(spec("gemm_tiled", h100, {1000, 1000, 1000}));
   store.add_results(id, {ok({{"TILE", 16}}, 2.0)});

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "../test_paths.hpp"
 #include "tiletune/shard.hpp"
@@ -83,11 +85,17 @@ class FakeWorker final : public Worker {
   struct Launch {
     std::int64_t block = 0, grid = 0;
     bool operator<(const Launch& o) const { return std::tie(block, grid) < std::tie(o.block, o.grid); }
+    bool operator==(const Launch& o) const { return block == o.block && grid == o.grid; }
   };
   // What a measure request gets; the default is a time that depends on the launch.
   std::function<Reply(const Launch&)> on_measure = [](const Launch& l) { return ok(time_of(l)); };
   std::atomic<bool>* stop_after = nullptr;
   int stop_after_measures = -1;
+  // Which GPU it stands for: a device index and a uuid of its own, of the given profile's model.
+  int ordinal = -1;
+  std::string profile = "h100";
+  // Each measurement takes this long, so that the lanes of a sweep on several fake GPUs interleave.
+  int measure_delay_ms = 0;
 
   static double time_of(const Launch& l) {
     return 0.5 + 0.001 * static_cast<double>((l.block * 7919 + l.grid * 104729) % 997);
@@ -108,13 +116,16 @@ class FakeWorker final : public Worker {
     const std::string op = message.at("op");
     Reply r;
     if (op == "hello") {
-      r.body = json{{"ok", true}, {"summary", load_profile("h100").to_json()}};
+      DeviceLimits d = load_profile(profile);
+      if (ordinal >= 0) d.uuid = "GPU-fake-" + std::to_string(ordinal);
+      r.body = json{{"ok", true}, {"summary", d.to_json()}};
     } else if (op == "setup") {
       ++setups;
       r.body = json{{"ok", true}};
     } else if (op == "measure") {
       const Launch l{message.at("kernel").at("block")[0], message.at("kernel").at("grid")[0]};
       ++measured[l];
+      if (measure_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(measure_delay_ms));
       r = on_measure(l);
       if (r.status != Reply::Status::ok) ++restarts_;
       if (stop_after && ++measures == stop_after_measures) stop_after->store(true);
@@ -124,6 +135,7 @@ class FakeWorker final : public Worker {
     return r;
   }
   int restarts() const override { return restarts_; }
+  int gpu() const override { return ordinal; }
 
   std::map<Launch, int> measured;
   int setups = 0, measures = 0;
@@ -147,6 +159,30 @@ class SweepLoop : public ::testing::Test {
     SweepSummary s = run_sweep(family, problem, store, worker, cache, options, out, stop);
     log = out.str();
     return s;
+  }
+
+  // A sweep on several fake GPUs at once (indices 0, 1, ...), each measurement taking a few milliseconds.
+  SweepSummary sweep_on(std::vector<FakeWorker>& gpus, Store& store, SweepOptions options = {},
+                        const std::atomic<bool>* stop = nullptr, const KernelFamily* f = nullptr) {
+    std::vector<Worker*> workers;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      gpus[i].ordinal = static_cast<int>(i);
+      if (!gpus[i].measure_delay_ms) gpus[i].measure_delay_ms = 3;
+      workers.push_back(&gpus[i]);
+    }
+    options.compile_jobs = 2;
+    std::ostringstream out;
+    SweepSummary s = run_sweep(f ? *f : family, problem, store, workers, cache, options, out, stop);
+    log = out.str();
+    return s;
+  }
+
+  // Every launch the fake GPUs measured, with how often.
+  static std::map<FakeWorker::Launch, int> all_measured(const std::vector<FakeWorker>& gpus) {
+    std::map<FakeWorker::Launch, int> out;
+    for (const auto& g : gpus)
+      for (const auto& [launch, n] : g.measured) out[launch] += n;
+    return out;
   }
 
   // The stored configurations of a sweep by outcome.
@@ -302,6 +338,167 @@ TEST_F(SweepLoop, RandomWithABudgetMeasuresThatManyDistinctConfigurations) {
   EXPECT_EQ(s.measured, 5);
   EXPECT_EQ(worker.measured.size(), 5u);
   for (const auto& [launch, n] : worker.measured) EXPECT_EQ(n, 1);
+}
+
+TEST_F(SweepLoop, TwoGpusDealTheSpaceOutMeasureEachConfigurationOnceAndFindTheSameBest) {
+  Store one_store = Store::open(db_dir.path / "one.db");
+  FakeWorker one;
+  const SweepSummary single = sweep(one_store, one);
+
+  Store store = Store::open(db_dir.path / "two.db");
+  std::vector<FakeWorker> gpus(2);
+  const SweepSummary s = sweep_on(gpus, store);
+  EXPECT_EQ(s.measured, 18);
+  const auto measured = all_measured(gpus);
+  EXPECT_EQ(measured.size(), 18u);
+  for (const auto& [launch, n] : measured) EXPECT_EQ(n, 1) << launch.block << " " << launch.grid;
+  ASSERT_EQ(s.gpus.size(), 2u);
+  EXPECT_EQ(s.gpus[0].ordinal, 0);
+  EXPECT_EQ(s.gpus[1].ordinal, 1);
+  EXPECT_EQ(s.gpus[0].measured + s.gpus[1].measured, 18);
+  for (const auto& g : s.gpus) {
+    EXPECT_GT(g.measured, 0) << "GPU " << g.ordinal << " measured nothing";
+    EXPECT_GT(g.busy_seconds, 0);
+  }
+  for (const auto& g : gpus) EXPECT_EQ(g.setups, 1);
+  EXPECT_EQ(store.sweep(s.sweep_id)->strategy, "brute_force on 2 GPUs");
+  EXPECT_EQ(store.sweep(s.sweep_id)->device.uuid, "GPU-fake-0");
+  EXPECT_EQ(outcomes(store, s.sweep_id), outcomes(one_store, single.sweep_id));
+  ASSERT_TRUE(s.best && single.best);
+  EXPECT_EQ(params_to_text(s.best->record.params), params_to_text(single.best->record.params));
+  EXPECT_NE(log.find("measuring on 2 GPUs: 0 1"), std::string::npos) << log;
+}
+
+TEST_F(SweepLoop, RandomOnThreeGpusMeasuresTheSampleOneGpuWould) {
+  SweepOptions options;
+  options.strategy = "random";
+  options.budget = 7;
+  Store one_store = Store::open(db_dir.path / "one.db");
+  FakeWorker one;
+  sweep(one_store, one, options);
+
+  Store store = Store::open(db_dir.path / "three.db");
+  std::vector<FakeWorker> gpus(3);
+  const SweepSummary s = sweep_on(gpus, store, options);
+  EXPECT_EQ(s.measured, 7);
+  EXPECT_EQ(all_measured(gpus), one.measured);
+}
+
+TEST_F(SweepLoop, AnnealingOnTwoGpusRunsAWalkerOnEachAndNeverMeasuresTwice) {
+  SweepOptions options;
+  options.strategy = "annealing";
+  options.budget = 12;
+  Store store = Store::open(db_dir.path / "a.db");
+  std::vector<FakeWorker> gpus(2);
+  const SweepSummary s = sweep_on(gpus, store, options);
+  EXPECT_EQ(s.walkers, 2);
+  EXPECT_EQ(s.measured, 12);
+  const auto measured = all_measured(gpus);
+  EXPECT_EQ(measured.size(), 12u);
+  for (const auto& [launch, n] : measured) EXPECT_EQ(n, 1);
+  EXPECT_EQ(store.sweep(s.sweep_id)->strategy, "annealing on 2 GPUs (2 walkers)");
+  EXPECT_NE(log.find("one annealing walker per GPU"), std::string::npos) << log;
+}
+
+TEST_F(SweepLoop, SamplingASpaceTooLargeToEnumerateOnTwoGpusStoresEachPointOnce) {
+  write_wide_family(root.path);
+  const KernelFamily wide = load_family(root.path / "scale_wide");
+  for (const std::string strategy : {"random", "annealing"}) {
+    Store store = Store::open(db_dir.path / (strategy + ".db"));
+    std::vector<FakeWorker> gpus(2);
+    SweepOptions options;
+    options.strategy = strategy;
+    options.budget = 10;
+    const SweepSummary s = sweep_on(gpus, store, options, nullptr, &wide);
+    EXPECT_EQ(s.measured, 10) << strategy;
+    std::set<std::string> seen;
+    int ok = 0;
+    for (const auto& r : store.results(s.sweep_id)) {
+      EXPECT_TRUE(seen.insert(params_to_text(r.record.params)).second)
+          << strategy << ": " << params_to_text(r.record.params) << " stored twice";
+      ok += r.record.outcome == Outcome::ok;
+    }
+    EXPECT_EQ(ok, 10) << strategy;
+  }
+}
+
+TEST_F(SweepLoop, AWorkerThatDiesOnOneGpuCostsOnlyItsConfiguration) {
+  Store store = Store::open(db_dir.path / "a.db");
+  std::vector<FakeWorker> gpus(2);
+  for (auto& g : gpus)
+    g.on_measure = [](const FakeWorker::Launch& l) {
+      Worker::Reply r = FakeWorker::ok(FakeWorker::time_of(l));
+      if (l.block == 512 && l.grid == 977) {  // BLOCK=512,ITEMS=2, on whichever GPU it is dealt to
+        r.status = Worker::Reply::Status::died;
+        r.detail = "killed by signal 11";
+      }
+      return r;
+    };
+  const SweepSummary s = sweep_on(gpus, store);
+  EXPECT_EQ(s.counts.at(Outcome::runtime_failed), 1);
+  EXPECT_EQ(s.counts.at(Outcome::ok), 17);
+  EXPECT_EQ(s.worker_restarts, 1);
+  EXPECT_EQ(s.gpus[0].worker_restarts + s.gpus[1].worker_restarts, 1);
+  EXPECT_EQ(outcomes(store, s.sweep_id).at("BLOCK=512,ITEMS=2"), Outcome::runtime_failed);
+  EXPECT_EQ(outcomes(store, s.sweep_id).size(), 21u);
+}
+
+TEST_F(SweepLoop, AnInterruptedSweepOnTwoGpusResumesOnOneOfThem) {
+  Store store = Store::open(db_dir.path / "a.db");
+  std::atomic<bool> stop{false};
+  std::vector<FakeWorker> gpus(2);
+  gpus[1].stop_after = &stop;
+  gpus[1].stop_after_measures = 3;
+  const SweepSummary a = sweep_on(gpus, store, {}, &stop);
+  EXPECT_TRUE(a.interrupted);
+  const auto first = all_measured(gpus);
+  EXPECT_LT(first.size(), 18u);
+  EXPECT_EQ(static_cast<int>(first.size()), a.measured);  // what was in flight finished and was stored
+
+  std::vector<FakeWorker> second(1);  // GPU 0 again
+  SweepOptions resume;
+  resume.resume = true;
+  const SweepSummary b = sweep_on(second, store, resume);
+  EXPECT_EQ(b.sweep_id, a.sweep_id);
+  for (const auto& [launch, n] : second[0].measured) EXPECT_EQ(first.count(launch), 0u);
+  EXPECT_EQ(first.size() + second[0].measured.size(), 18u);
+  EXPECT_EQ(store.sweep(a.sweep_id)->status, "done");
+}
+
+TEST_F(SweepLoop, GpusOfDifferentModelsNeverShareASweep) {
+  Store store = Store::open(db_dir.path / "a.db");
+  std::vector<FakeWorker> gpus(2);
+  gpus[1].profile = "a100";
+  try {
+    sweep_on(gpus, store);
+    ADD_FAILURE() << "an H100 and an A100 shared a sweep";
+  } catch (const SweepError& e) {
+    EXPECT_NE(std::string(e.what()).find("one sweep per model"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(store.sweeps("scale", "", problem).empty());
+  for (const auto& g : gpus) EXPECT_EQ(g.measures, 0);
+}
+
+TEST_F(SweepLoop, AutoBruteForcesWithinItsBudgetAndSamplesBeyond) {
+  SweepOptions options;
+  options.strategy = "auto";
+  options.budget = 100;
+  Store store = Store::open(db_dir.path / "a.db");
+  FakeWorker all;
+  const SweepSummary whole = sweep(store, all, options);
+  EXPECT_EQ(whole.strategy, "brute_force");
+  EXPECT_EQ(whole.measured, 18);
+  EXPECT_NE(log.find("auto: 18 runnable configurations, within the budget of 100: brute force"),
+            std::string::npos)
+      << log;
+
+  options.budget = 5;
+  FakeWorker some;
+  const SweepSummary sample = sweep(store, some, options);
+  EXPECT_EQ(sample.strategy, "random");
+  EXPECT_EQ(store.sweep(sample.sweep_id)->strategy, "random");
+  EXPECT_EQ(sample.measured, 5);
+  EXPECT_NE(log.find("more than the budget of 5: a random sample of 5"), std::string::npos) << log;
 }
 
 TEST(ShardText, IsReadStrictlyAndSplitsEvenly) {

@@ -1,8 +1,12 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
+#include <exception>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "cli.hpp"
@@ -24,9 +28,14 @@ void print_summary(const KernelFamily& family, const ProblemKey& problem, const 
             << fmt(s.gpu_busy_seconds, 1) << " s, "
             << fmt(s.seconds > 0 ? 100 * s.gpu_busy_seconds / s.seconds : 0, 0) << "%; waited on NVRTC "
             << fmt(s.compile_wait_seconds, 1) << " s)\n";
+  if (s.gpus.size() > 1)
+    for (const auto& g : s.gpus)
+      std::cout << "  GPU " << g.ordinal << ": " << g.measured << " measured, busy " << fmt(g.busy_seconds, 1)
+                << " s (" << fmt(s.seconds > 0 ? 100 * g.busy_seconds / s.seconds : 0, 0)
+                << "%), worker restarts " << g.worker_restarts << "\n";
   std::vector<std::vector<std::string>> rows;
   int n = 0;
-  for (const auto& r : store.results(s.sweep_id)) {
+  for (const auto& r : store.results(s.sweep_id, 10)) {
     if (r.record.outcome != Outcome::ok || ++n > 10) break;
     const auto& x = r.record;
     rows.push_back({std::to_string(n), params_to_text(x.params), fmt(x.median_ms, 4),
@@ -44,6 +53,96 @@ void print_summary(const KernelFamily& family, const ProblemKey& problem, const 
   std::cout << "; worker restarts " << s.worker_restarts << "\n";
 }
 
+// --gpus: "all" (every GPU present) or a list of device indices, e.g. "0,1".
+std::vector<int> parse_gpus(const std::string& text) {
+  std::vector<int> out;
+  if (text == "all") {
+    std::string why;
+    for (const auto& d : present_devices(&why)) out.push_back(d.ordinal);
+    if (out.empty()) throw SweepError(why.empty() ? "no CUDA GPU" : why);
+    return out;
+  }
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("sweep: --gpus takes 'all' or device indices separated by commas (e.g. 0,1), not '" +
+                       text + "'");
+    const int gpu = std::stoi(item);
+    if (std::find(out.begin(), out.end(), gpu) != out.end())
+      throw UsageError("sweep: --gpus names GPU " + item + " twice");
+    out.push_back(gpu);
+    at = comma + 1;
+  }
+  return out;
+}
+
+// The GPUs' workers, one sweep pool per GPU model (a pool's GPUs share every sweep; models never mix).
+struct Pools {
+  std::vector<std::unique_ptr<WorkerProcess>> workers;
+  std::vector<std::vector<Worker*>> pools;
+  std::vector<std::string> names;  // each pool's "GPUs 0,1 (NVIDIA H100 80GB HBM3)"
+};
+
+Pools start_pools(const std::vector<int>& gpus) {
+  Pools p;
+  // The workers start together: each spends a second or two bringing CUDA up on its GPU.
+  std::vector<DeviceLimits> found(gpus.size());
+  std::vector<std::exception_ptr> failed(gpus.size());
+  {
+    std::vector<std::thread> starting;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      p.workers.push_back(std::make_unique<WorkerProcess>(gpus[i]));
+      starting.emplace_back([&, i] {
+        try {
+          found[i] = worker_device(*p.workers[i]);  // says "no CUDA GPU" before anything else
+        } catch (...) {
+          failed[i] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : starting) t.join();
+  }
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (!failed[i]) continue;
+    if (gpus.size() == 1) std::rethrow_exception(failed[i]);
+    try {
+      std::rethrow_exception(failed[i]);
+    } catch (const std::exception& e) {  // which of the GPUs named
+      throw SweepError("GPU " + std::to_string(gpus[i]) + ": " + e.what());
+    }
+  }
+  std::vector<std::string> models;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const DeviceLimits& d = found[i];
+    const std::string model = d.name + "/" + d.arch() + "/" + std::to_string(d.sm_count);
+    const auto at = std::find(models.begin(), models.end(), model) - models.begin();
+    if (static_cast<std::size_t>(at) == models.size()) {
+      models.push_back(model);
+      p.pools.emplace_back();
+      p.names.push_back(d.name);
+    }
+    p.pools[at].push_back(p.workers[i].get());
+  }
+  for (std::size_t i = 0; i < p.pools.size(); ++i) {
+    std::string list;
+    for (Worker* w : p.pools[i]) list += (list.empty() ? "" : ",") + std::to_string(w->gpu());
+    p.names[i] = (p.pools[i].size() > 1 ? "GPUs " : "GPU ") + list + " (" + p.names[i] + ")";
+  }
+  return p;
+}
+
+// The main job's line after each problem: how far, and how long the rest should take, estimated from the
+// configurations each problem plans to measure.
+void print_overall(std::size_t done, std::size_t total, double spent, double planned_done,
+                   double planned_left) {
+  std::cout << "== " << done << "/" << total << " problems done, " << fmt(spent, 0) << " s spent";
+  if (done < total && planned_done > 0)
+    std::cout << ", about " << fmt(spent / planned_done * planned_left, 0) << " s left";
+  std::cout << "\n";
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& argv) {
@@ -53,12 +152,17 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   o.compile_jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   po::options_description desc("options");
   add_common(desc, c, false, true);
-  desc.add_options()("resume", "continue the newest unfinished sweep of this family and problem on this GPU")(
+  desc.add_options()(
+      "gpus", po::value<std::string>(),
+      "measure on several GPUs at once: 'all' or indices such as 0,1 (one sweep per GPU model)")(
+      "resume", "continue the newest unfinished sweep of this family and problem on this GPU")(
       "strategy", po::value(&o.strategy)->default_value(o.strategy),
-      "brute_force, random or annealing (the last two, with --budget, sample spaces of any size)")(
+      "brute_force, random, annealing (the last two, with --budget, sample spaces of any size) or auto "
+      "(brute force up to --budget runnable configurations, a random sample beyond; the default without "
+      "--family)")(
       "budget", po::value(&o.budget)->default_value(0),
       ("measure at most this many configurations (0: all; a space over " + std::to_string(kMaxSpaceSize) +
-       " needs one)")
+       " needs one; " + std::to_string(kMainJobBudget) + " without --family)")
           .c_str())("time", po::value(&o.time_limit_s)->default_value(0),
                     "stop after this many seconds (0: no limit)")(
       "timeout", po::value(&o.timeout_s)->default_value(0),
@@ -81,8 +185,12 @@ int cmd_sweep(const std::vector<std::string>& argv) {
              "validates\n"
              "each against a float64 reference and stores every outcome. Without --family: every built-in "
              "family\n"
-             "at its default sizes. Random and annealing with --budget sample a space of any size (one\n"
-             "that a 64-bit index holds) without building it.",
+             "at its default sizes (the main job: --strategy auto --budget " +
+                 std::to_string(kMainJobBudget) +
+                 " unless given). Random and annealing with\n"
+                 "--budget sample a space of any size (one that a 64-bit index holds) without building it. "
+                 "With --gpus\n"
+                 "one sweep measures on several GPUs of one model at once.",
              desc, argv))
     return 0;
   po::variables_map vm;
@@ -95,11 +203,18 @@ int cmd_sweep(const std::vector<std::string>& argv) {
       throw UsageError(std::string("sweep: ") + e.what());
     }
   }
+  if (vm.count("gpus") && !vm["gpu"].defaulted()) throw UsageError("sweep: give --gpu or --gpus, not both");
+  const std::vector<int> gpu_list =
+      vm.count("gpus") ? parse_gpus(vm["gpus"].as<std::string>()) : std::vector<int>{c.gpu};
+  const bool main_job = c.family.empty();
+  if (main_job && vm["strategy"].defaulted()) o.strategy = "auto";
+  if (main_job && vm["budget"].defaulted()) o.budget = kMainJobBudget;
   o.progress_line = ::isatty(STDOUT_FILENO);
-  make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
+  if (o.strategy != "auto")
+    make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
   const auto fams = families(c);
   std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
-  if (!c.family.empty()) {
+  if (!main_job) {
     const KernelFamily& f = find_family(fams, c.family);
     work.emplace_back(&f, problem_for(f, c));
   } else {
@@ -113,27 +228,93 @@ int cmd_sweep(const std::vector<std::string>& argv) {
       }
   }
   // A space too large for this strategy is refused, with its size, before the worker or the database start.
-  for (const auto& item : work) sweep_space_walk(*item.first, o);
+  // What each problem plans to measure weighs the main job's estimate.
+  std::vector<double> planned;
+  for (const auto& item : work) {
+    sweep_space_walk(*item.first, o);
+    const auto size = space_size(*item.first);
+    const double n = size ? static_cast<double>(*size) : 0;
+    planned.push_back(o.budget ? std::min(n, static_cast<double>(o.budget)) : n);
+  }
   CompileCache cache(cache_dir);
   if (!cache.enabled())
     cache = CompileCache(std::filesystem::temp_directory_path() /
                          ("tiletune-cache-" + std::to_string(::getpid())));
+  // The GPUs are checked (and their workers started) before the database opens: a sweep that cannot run
+  // leaves no database behind.
+  Pools gpus = start_pools(gpu_list);
   Store store = Store::open(c.db);
-  WorkerProcess worker(c.gpu);
-  worker_device(worker);  // says "no CUDA GPU" before anything else
+  if (gpus.pools.size() > 1) {
+    std::cout << "GPUs of different models never share a sweep: one sweep per model, on";
+    for (std::size_t i = 0; i < gpus.names.size(); ++i) std::cout << (i ? " and " : " ") << gpus.names[i];
+    std::cout << "\n";
+  }
+  if (main_job)
+    std::cout << "main job: " << work.size() << " problems of the built-in families on " << gpus.names.front()
+              << (gpus.pools.size() > 1 ? " and more" : "") << "; strategy " << o.strategy
+              << (o.strategy == "auto" ? " (brute force where at most " + std::to_string(o.budget) +
+                                             " configurations run, a random sample of " +
+                                             std::to_string(o.budget) + " elsewhere)"
+                                       : std::string())
+              << "\n";
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   int status = 0;
-  for (const auto& [family, problem] : work) {
-    if (g_stop) break;
-    const SweepSummary s = run_sweep(*family, problem, store, worker, cache, o, std::cout, &g_stop);
-    print_summary(*family, problem, s, store);
-    if (s.interrupted) {
-      std::cout << "interrupted: continue with 'tiletune sweep --family " << family->name << " --size "
-                << problem.size_text() << (problem.args.empty() ? "" : " --arg " + problem.args_text())
-                << " --resume'\n";
-      status = 130;
+  const auto t0 = std::chrono::steady_clock::now();
+  double planned_done = 0;
+  struct Row {
+    const KernelFamily* family;
+    ProblemKey problem;
+    std::string gpus;
+    SweepSummary summary;
+  };
+  std::vector<Row> rows;
+  for (std::size_t w = 0; w < work.size() && !g_stop; ++w) {
+    const auto& [family, problem] = work[w];
+    for (std::size_t p = 0; p < gpus.pools.size() && !g_stop; ++p) {
+      if (gpus.pools.size() > 1) std::cout << "\n-- on " << gpus.names[p] << "\n";
+      const SweepSummary s = run_sweep(*family, problem, store, gpus.pools[p], cache, o, std::cout, &g_stop);
+      print_summary(*family, problem, s, store);
+      rows.push_back({family, problem, gpus.names[p], s});
+      if (s.interrupted) {
+        std::cout << "interrupted: continue with 'tiletune sweep --family " << family->name << " --size "
+                  << problem.size_text() << (problem.args.empty() ? "" : " --arg " + problem.args_text())
+                  << " --resume'\n";
+        status = 130;
+      }
     }
+    planned_done += planned[w];
+    if (main_job) {
+      double left = 0;
+      for (std::size_t k = w + 1; k < work.size(); ++k) left += planned[k];
+      print_overall(w + 1, work.size(),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                    planned_done, left);
+    }
+  }
+  if (main_job) {
+    std::cout << "\nbest of every problem ("
+              << fmt(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0)
+              << " s):\n";
+    std::vector<std::vector<std::string>> table;
+    for (const auto& r : rows) {
+      const auto& b = r.summary.best;
+      std::vector<std::string> row = {r.family->name, problem_text(r.problem), r.summary.strategy,
+                                      std::to_string(r.summary.measured)};
+      if (gpus.pools.size() > 1) row.insert(row.begin() + 2, r.gpus);
+      if (b) {
+        row.push_back(fmt(b->record.median_ms, 4));
+        row.push_back(b->record.metric ? fmt(*b->record.metric, 1) + " " + b->record.metric_unit : "-");
+        row.push_back(params_to_text(b->record.params));
+      } else {
+        row.insert(row.end(), {"-", "-", "nothing ran"});
+      }
+      table.push_back(row);
+    }
+    std::vector<std::string> header = {"family",  "problem", "strategy",     "measured",
+                                       "best ms", "metric",  "configuration"};
+    if (gpus.pools.size() > 1) header.insert(header.begin() + 2, "GPUs");
+    print_table(std::cout, header, table);
   }
   return status;
 }

@@ -392,6 +392,7 @@ BackgroundCompiler::~BackgroundCompiler() {
 }
 
 std::size_t BackgroundCompiler::add_jobs(std::vector<CompileJob> jobs) {
+  std::lock_guard<std::mutex> lock(mutex_);
   const std::size_t first = jobs_.size();
   for (auto& job : jobs) {
     keys_.push_back(cache_.key(job));
@@ -400,12 +401,35 @@ std::size_t BackgroundCompiler::add_jobs(std::vector<CompileJob> jobs) {
   return first;
 }
 
+std::size_t BackgroundCompiler::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return jobs_.size();
+}
+
+std::string BackgroundCompiler::key(std::size_t index) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return keys_[index];
+}
+
 bool BackgroundCompiler::cached(std::size_t index) const {
   return std::filesystem::exists(cache_.dir() / (keys_[index] + ".json"));
 }
 
 bool BackgroundCompiler::in_flight(std::size_t index) const {
   return std::any_of(singles_.begin(), singles_.end(), [&](const Single& c) { return c.index == index; });
+}
+
+bool BackgroundCompiler::children_alive() {
+  bool any_alive = false;
+  for (int& pid : children_) {
+    if (pid <= 0) continue;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      pid = -1;
+    else
+      any_alive = true;
+  }
+  return any_alive;
 }
 
 void BackgroundCompiler::pump() {
@@ -432,6 +456,7 @@ void BackgroundCompiler::pump() {
 
 void BackgroundCompiler::prefetch(const std::vector<std::size_t>& indices) {
   if (!cache_.enabled()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
   queue_.clear();  // pump() skips what is cached or compiling by the time a process is free
   for (std::size_t i : indices)
     if (i < jobs_.size()) queue_.push_back(i);
@@ -439,29 +464,35 @@ void BackgroundCompiler::prefetch(const std::vector<std::size_t>& indices) {
 }
 
 CompileResult BackgroundCompiler::get(std::size_t index, bool wait_for_children) {
+  const std::string key = this->key(index);
+  const auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
   while (wait_for_children) {
-    if (auto hit = cache_.load(keys_[index])) return std::move(*hit);
-    bool any_alive = false;
-    for (int& pid : children_) {
-      if (pid <= 0) continue;
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid)
-        pid = -1;
-      else
-        any_alive = true;
+    if (auto hit = cache_.load(key)) return std::move(*hit);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!children_alive()) break;
     }
-    if (!any_alive) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    pause();
   }
   // A prefetch child that has the job: wait for it (the others keep compiling meanwhile).
-  while (in_flight(index)) {
-    if (auto hit = cache_.load(keys_[index])) return std::move(*hit);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    pump();
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pump();
+      if (!in_flight(index)) break;
+    }
+    if (auto hit = cache_.load(key)) return std::move(*hit);
+    pause();
   }
-  if (auto hit = cache_.load(keys_[index])) return std::move(*hit);
-  CompileResult r = compile(jobs_[index]);
-  cache_.store(keys_[index], r);
+  if (auto hit = cache_.load(key)) return std::move(*hit);
+  CompileJob job;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job = jobs_[index];
+  }
+  CompileResult r = compile(job);  // NVRTC, here: no lock held, so other threads' jobs go on
+  cache_.store(key, r);
+  std::lock_guard<std::mutex> lock(mutex_);
   pump();
   return r;
 }

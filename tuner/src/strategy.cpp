@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -245,15 +246,26 @@ class LazyRandomStrategy : public Strategy {
   std::deque<std::size_t> ahead_;
 };
 
+// Where restarts over a space too large to enumerate draw from: a seeded shuffled order, one cursor shared
+// by every walker of a sweep, so that no two walkers visit the same drawn point (a pruned one would be
+// reported twice).
+struct RestartDraws {
+  RestartDraws(std::uint64_t n, std::uint64_t seed) : order(n, seed) {}
+  IndexShuffle order;
+  std::uint64_t pos = 0, fruitless = 0;
+  bool gave_up = false;
+};
+
 // Annealing over a space too large to enumerate: neighbours come from index arithmetic and are pruned as
-// they are first visited; restarts take the next runnable unmeasured point of a seeded shuffled order.
+// they are first visited; restarts take the next runnable unmeasured point of the shared draw order.
 class LazyAnnealing : public AnnealingStrategy {
  public:
-  LazyAnnealing(LazyCandidates& space, std::size_t budget, std::uint64_t seed)
-      : AnnealingStrategy(budget, seed), space_(space), draws_(space.space().size(), seed) {}
+  LazyAnnealing(LazyCandidates& space, std::size_t budget, std::uint64_t seed,
+                std::shared_ptr<RestartDraws> draws)
+      : AnnealingStrategy(budget, seed), space_(space), draws_(std::move(draws)) {}
 
   std::vector<std::size_t> likely_order() const override { return {}; }
-  std::string stop_reason() const override { return gave_up_ ? gave_up_text() : std::string(); }
+  std::string stop_reason() const override { return draws_->gave_up ? gave_up_text() : std::string(); }
 
  protected:
   std::vector<std::size_t> neighbours(std::size_t i) override {
@@ -262,7 +274,7 @@ class LazyAnnealing : public AnnealingStrategy {
       // A point a restart drew and found pruned (or stored before a resume) was not remembered, as draws
       // can be many; its place in the draw order tells that it was seen, and a second visit would report
       // it twice.
-      if (!space_.known(n) && draws_.position_of(n) < pos_) continue;
+      if (!space_.known(n) && draws_->order.position_of(n) < draws_->pos) continue;
       const auto v = space_.visit(n);
       if (v.fate == LazyCandidates::Fate::runnable) out.push_back(v.slot);
     }
@@ -270,27 +282,27 @@ class LazyAnnealing : public AnnealingStrategy {
   }
 
   std::optional<std::size_t> restart(const Times& times) override {
-    while (!gave_up_ && pos_ < draws_.size()) {
-      const std::uint64_t index = draws_[pos_++];
+    RestartDraws& d = *draws_;
+    while (!d.gave_up && d.pos < d.order.size()) {
+      const std::uint64_t index = d.order[d.pos++];
       // A point visited before as a neighbour is known; any other is new, as the draws never repeat.
       const auto k = space_.known(index);
       const auto v = k ? *k : space_.visit(index, /*remember=*/false);
       if (v.fate == LazyCandidates::Fate::runnable && !measured(times, v.slot)) {
-        fruitless_ = 0;
+        d.fruitless = 0;
         return v.slot;
       }
-      if (!k && v.fate == LazyCandidates::Fate::pruned && ++fruitless_ >= kMaxFruitlessDraws) gave_up_ = true;
+      if (!k && v.fate == LazyCandidates::Fate::pruned && ++d.fruitless >= kMaxFruitlessDraws)
+        d.gave_up = true;
     }
     return std::nullopt;
   }
 
-  bool exhausted(std::size_t) const override { return gave_up_; }
+  bool exhausted(std::size_t) const override { return draws_->gave_up; }
 
  private:
   LazyCandidates& space_;
-  IndexShuffle draws_;
-  std::uint64_t pos_ = 0, fruitless_ = 0;
-  bool gave_up_ = false;
+  std::shared_ptr<RestartDraws> draws_;
 };
 
 // splitmix64's finaliser: a well-mixed 64-bit hash.
@@ -381,14 +393,48 @@ std::uint64_t IndexShuffle::position_of(std::uint64_t index) const {
 
 std::unique_ptr<Strategy> make_lazy_strategy(const std::string& name, LazyCandidates& space,
                                              std::size_t budget, std::uint64_t seed) {
+  return std::move(make_lazy_strategies(name, space, budget, seed, 1).front());
+}
+
+namespace {
+
+// Walker 0 keeps the sweep's seed, so that one lane walks as a sweep on one GPU does.
+std::uint64_t walker_seed(std::uint64_t seed, std::size_t walker) {
+  return walker == 0 ? seed : mix(seed + 0x9e3779b97f4a7c15ULL * walker);
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Strategy>> make_strategies(const std::string& name, const KernelFamily& family,
+                                                       const std::vector<Params>& candidates,
+                                                       std::size_t budget, std::uint64_t seed,
+                                                       std::size_t lanes) {
+  std::vector<std::unique_ptr<Strategy>> out;
+  out.push_back(make_strategy(name, family, candidates, budget, seed));
+  if (name == "annealing")
+    for (std::size_t k = 1; k < lanes; ++k)
+      out.push_back(make_strategy(name, family, candidates, budget, walker_seed(seed, k)));
+  return out;
+}
+
+std::vector<std::unique_ptr<Strategy>> make_lazy_strategies(const std::string& name, LazyCandidates& space,
+                                                            std::size_t budget, std::uint64_t seed,
+                                                            std::size_t lanes) {
   check_strategy_name(name);
   const std::string size = std::to_string(space.space().size()) + " configurations";
   if (name == "brute_force")
     throw std::invalid_argument("brute_force cannot measure " + size +
                                 "; sample them with random or annealing");
   if (budget == 0) throw std::invalid_argument(name + " over " + size + " needs a budget");
-  if (name == "random") return std::make_unique<LazyRandomStrategy>(space, budget, seed);
-  return std::make_unique<LazyAnnealing>(space, budget, seed);
+  std::vector<std::unique_ptr<Strategy>> out;
+  if (name == "random") {
+    out.push_back(std::make_unique<LazyRandomStrategy>(space, budget, seed));
+    return out;
+  }
+  const auto draws = std::make_shared<RestartDraws>(space.space().size(), seed);
+  for (std::size_t k = 0; k < std::max<std::size_t>(lanes, 1); ++k)
+    out.push_back(std::make_unique<LazyAnnealing>(space, budget, walker_seed(seed, k), draws));
+  return out;
 }
 
 }  // namespace tiletune

@@ -120,8 +120,9 @@ class Store {
                                            const ProblemKey& problem) const;
   // The params text of every configuration stored for the sweep (any outcome).
   std::vector<std::string> stored_param_keys(std::int64_t sweep_id) const;
-  // Results of one sweep: ok results by median time first, then the others by outcome.
-  std::vector<StoredResult> results(std::int64_t sweep_id) const;
+  // Results of one sweep: ok results by median time first, then the others by outcome; the first `limit`
+  // of them (0: all).
+  std::vector<StoredResult> results(std::int64_t sweep_id, std::size_t limit = 0) const;
   // The best ok result over every sweep for (family, device name, problem), if any.
   std::optional<StoredResult> best(const std::string& family, const std::string& device_name,
                                    const ProblemKey& problem) const;

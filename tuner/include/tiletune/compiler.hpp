@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -89,6 +90,8 @@ std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, cons
 
 // Starts compiling in child processes and returns at once, so that measuring can overlap compiling.
 // get(i) waits for job i only.
+// Safe to use from several threads at once (a sweep over several GPUs waits on it from each GPU's thread):
+// every member takes the object's lock, and none holds it while waiting for a compile or compiling.
 class BackgroundCompiler {
  public:
   // eager: compile every job ahead, in order, in `workers` processes (for a fixed order). Otherwise nothing
@@ -103,18 +106,21 @@ class BackgroundCompiler {
   // Adds jobs after construction (a strategy that finds its candidates as it goes) and returns the index of
   // the first. They compile only when prefetched or asked for.
   std::size_t add_jobs(std::vector<CompileJob> jobs);
-  std::size_t size() const { return jobs_.size(); }
+  std::size_t size() const;
   // Job `index`'s key in the cache (its CUBIN is there once compiled).
-  const std::string& key(std::size_t index) const { return keys_[index]; }
+  std::string key(std::size_t index) const;
   // Replaces the queue of jobs to compile next (those not cached and not already compiling), one process
   // each, at most `workers` at a time; the first in the list starts first.
   void prefetch(const std::vector<std::size_t>& indices);
 
  private:
+  // With mutex_ held:
   void pump();                           // reaps finished children and starts queued jobs
   bool cached(std::size_t index) const;  // the cache holds job `index`'s result
   bool in_flight(std::size_t index) const;
+  bool children_alive();  // whether an eager child is still compiling (reaps those that ended)
 
+  mutable std::mutex mutex_;
   std::vector<CompileJob> jobs_;
   std::vector<std::string> keys_;
   const CompileCache& cache_;

@@ -74,4 +74,19 @@ class IndexShuffle {
 std::unique_ptr<Strategy> make_lazy_strategy(const std::string& name, LazyCandidates& space,
                                              std::size_t budget, std::uint64_t seed);
 
+// The strategies of a sweep that measures on `lanes` GPUs at once; next() of strategy k gives what lane k
+// measures next (a single strategy serves every lane). Brute force and random are one walk whose
+// configurations the lanes deal out: the same sample as on one GPU. Annealing is one walker per lane,
+// seeded apart (walker 0 as on one GPU); they see each other's measurements and, over a space too large
+// to enumerate, draw their restarts from one shared order. A strategy sees the configurations in flight
+// on other lanes as measured (see run_sweep), so no configuration is measured twice and a budget counts
+// them.
+std::vector<std::unique_ptr<Strategy>> make_strategies(const std::string& name, const KernelFamily& family,
+                                                       const std::vector<Params>& candidates,
+                                                       std::size_t budget, std::uint64_t seed,
+                                                       std::size_t lanes);
+std::vector<std::unique_ptr<Strategy>> make_lazy_strategies(const std::string& name, LazyCandidates& space,
+                                                            std::size_t budget, std::uint64_t seed,
+                                                            std::size_t lanes);
+
 }  // namespace tiletune

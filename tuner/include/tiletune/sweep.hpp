@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
@@ -24,6 +25,10 @@ class SweepError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The main job (a sweep of every built-in family at its default sizes) measures at most this many
+// configurations of each problem unless told otherwise: brute force below it, a random sample above.
+inline constexpr std::size_t kMainJobBudget = 100;
+
 struct MeasureSettings {
   int min_reps = 5;
   int max_reps = 50;
@@ -34,6 +39,8 @@ struct MeasureSettings {
 
 struct SweepOptions {
   bool resume = false;
+  // brute_force, random, annealing, or auto: brute force where the runnable configurations number at most
+  // the budget (or there is none), a random sample of the budget otherwise (see resolve_strategy).
   std::string strategy = "brute_force";
   std::size_t budget = 0;   // configurations to measure; 0: all
   double time_limit_s = 0;  // 0: none
@@ -46,11 +53,23 @@ struct SweepOptions {
 };
 
 struct SweepSummary {
+  // One GPU's share of a sweep.
+  struct Gpu {
+    int ordinal = 0;
+    std::string uuid;
+    int measured = 0;
+    double busy_seconds = 0;  // its worker's time measuring (and setting up)
+    int worker_restarts = 0;
+  };
+
   std::int64_t sweep_id = 0;
+  std::string strategy;  // as run: auto resolved
+  int walkers = 1;       // annealing over several GPUs: one per GPU
   std::map<Outcome, int> counts;
   std::optional<StoredResult> best;
   double seconds = 0;
-  double gpu_busy_seconds = 0;      // time the worker spent measuring
+  std::vector<Gpu> gpus;            // in the order of the workers
+  double gpu_busy_seconds = 0;      // time the workers spent measuring, summed
   double compile_wait_seconds = 0;  // time the sweep waited on NVRTC
   int measured = 0, resumed_skipped = 0, worker_restarts = 0;
   bool interrupted = false;
@@ -67,6 +86,19 @@ SpaceWalk sweep_space_walk(const KernelFamily& family, const SweepOptions& optio
 // Asks the worker for its device; throws SweepError "no CUDA GPU: ..." when there is none.
 DeviceLimits worker_device(Worker& worker);
 
+// What "auto" runs for a space of `runnable` configurations; other names are returned as they are. `why`, if
+// given, gets the line that says so (empty for other names).
+std::string resolve_strategy(const std::string& strategy, std::size_t runnable, std::size_t budget,
+                             std::string* why = nullptr);
+
+// Sweeps one problem, measuring on every worker at once: one thread per worker takes the configurations the
+// calling thread deals out (see make_strategies), and the calling thread alone writes to the store. The
+// workers' GPUs must be one model (SweepError otherwise); the sweep is stored under the first, and its
+// strategy says how many GPUs measured. A worker that times out or dies costs only its own configuration.
+SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store,
+                       const std::vector<Worker*>& workers, const CompileCache& cache,
+                       const SweepOptions& options, std::ostream& out,
+                       const std::atomic<bool>* stop_requested = nullptr);
 SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store, Worker& worker,
                        const CompileCache& cache, const SweepOptions& options, std::ostream& out,
                        const std::atomic<bool>* stop_requested = nullptr);

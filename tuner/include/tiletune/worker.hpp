@@ -37,6 +37,8 @@ class Worker {
   virtual Reply request(const nlohmann::json& message, double timeout_s) = 0;
   // Fresh workers started after the first.
   virtual int restarts() const = 0;
+  // The CUDA device index it measures on (as the parent names it), -1 if it has none.
+  virtual int gpu() const { return -1; }
 };
 
 class WorkerProcess final : public Worker {
@@ -49,6 +51,7 @@ class WorkerProcess final : public Worker {
   Reply request(const nlohmann::json& message, double timeout_s) override;
   void stop();
   int restarts() const override { return restarts_; }
+  int gpu() const override { return gpu_; }
 
  private:
   void start();
