@@ -443,7 +443,7 @@ TEST_F(SweepLoop, AWorkerThatDiesOnOneGpuCostsOnlyItsConfiguration) {
   EXPECT_EQ(outcomes(store, s.sweep_id).size(), 21u);
 }
 
-TEST_F(SweepLoop, AnInterruptedSweepOnTwoGpusResumesOnOneOfThem) {
+TEST_F(SweepLoop, AnInterruptedSweepOnTwoGpusResumesOnItsFirstGpuAlone) {
   Store store = Store::open(db_dir.path / "a.db");
   std::atomic<bool> stop{false};
   std::vector<FakeWorker> gpus(2);
@@ -463,6 +463,50 @@ TEST_F(SweepLoop, AnInterruptedSweepOnTwoGpusResumesOnOneOfThem) {
   for (const auto& [launch, n] : second[0].measured) EXPECT_EQ(first.count(launch), 0u);
   EXPECT_EQ(first.size() + second[0].measured.size(), 18u);
   EXPECT_EQ(store.sweep(a.sweep_id)->status, "done");
+}
+
+TEST_F(SweepLoop, ResumingOnSeveralGpusPassesOverAnotherModelsUnfinishedSweep) {
+  Store store = Store::open(db_dir.path / "a.db");
+  std::atomic<bool> stop{false};
+  std::vector<FakeWorker> h100s(2);
+  h100s[0].stop_after = &stop;
+  h100s[0].stop_after_measures = 2;
+  const SweepSummary first = sweep_on(h100s, store, {}, &stop);
+  ASSERT_TRUE(first.interrupted);
+  // A newer unfinished sweep of the same problem on another model.
+  std::atomic<bool> stop_a100{false};
+  FakeWorker a100;
+  a100.profile = "a100";
+  a100.ordinal = 7;
+  a100.stop_after = &stop_a100;
+  a100.stop_after_measures = 2;
+  ASSERT_TRUE(sweep(store, a100, {}, &stop_a100).interrupted);
+
+  std::vector<FakeWorker> again(2);
+  SweepOptions resume;
+  resume.resume = true;
+  const SweepSummary b = sweep_on(again, store, resume);
+  EXPECT_EQ(b.sweep_id, first.sweep_id);
+  EXPECT_EQ(store.sweep(first.sweep_id)->status, "done");
+  EXPECT_EQ(store.sweeps("scale", "", problem).front().status, "interrupted");  // the A100's, untouched
+}
+
+TEST_F(SweepLoop, ASweepCountsOnlyItsOwnWorkerRestarts) {
+  Store store = Store::open(db_dir.path / "a.db");
+  FakeWorker worker;
+  worker.on_measure = [](const FakeWorker::Launch& l) {
+    Worker::Reply r = FakeWorker::ok(FakeWorker::time_of(l));
+    if (l.block == 512 && l.grid == 977) {
+      r.status = Worker::Reply::Status::died;
+      r.detail = "killed by signal 11";
+    }
+    return r;
+  };
+  EXPECT_EQ(sweep(store, worker).worker_restarts, 1);
+  worker.on_measure = [](const FakeWorker::Launch& l) { return FakeWorker::ok(FakeWorker::time_of(l)); };
+  const SweepSummary second = sweep(store, worker);  // the same worker, as in the main job
+  EXPECT_EQ(second.worker_restarts, 0);
+  EXPECT_EQ(worker.restarts(), 1);
 }
 
 TEST_F(SweepLoop, GpusOfDifferentModelsNeverShareASweep) {

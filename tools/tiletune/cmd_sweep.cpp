@@ -26,8 +26,11 @@ void print_summary(const KernelFamily& family, const ProblemKey& problem, const 
             << family.name << " at " << problem_text(problem) << ": sweep " << s.sweep_id
             << (s.interrupted ? " interrupted" : " done") << " in " << fmt(s.seconds, 1) << " s (GPU busy "
             << fmt(s.gpu_busy_seconds, 1) << " s, "
-            << fmt(s.seconds > 0 ? 100 * s.gpu_busy_seconds / s.seconds : 0, 0) << "%; waited on NVRTC "
-            << fmt(s.compile_wait_seconds, 1) << " s)\n";
+            << fmt(s.seconds > 0 ? 100 * s.gpu_busy_seconds / (s.seconds * std::max<double>(1, s.gpus.size()))
+                                 : 0,
+                   0)
+            << (s.gpus.size() > 1 ? "% of " + std::to_string(s.gpus.size()) + " GPUs" : std::string("%"))
+            << "; waited on NVRTC " << fmt(s.compile_wait_seconds, 1) << " s)\n";
   if (s.gpus.size() > 1)
     for (const auto& g : s.gpus)
       std::cout << "  GPU " << g.ordinal << ": " << g.measured << " measured, busy " << fmt(g.busy_seconds, 1)
@@ -91,12 +94,12 @@ Pools start_pools(const std::vector<int>& gpus) {
   std::vector<DeviceLimits> found(gpus.size());
   std::vector<std::exception_ptr> failed(gpus.size());
   {
+    for (int gpu : gpus) p.workers.push_back(std::make_unique<WorkerProcess>(gpu));
     std::vector<std::thread> starting;
     for (std::size_t i = 0; i < gpus.size(); ++i) {
-      p.workers.push_back(std::make_unique<WorkerProcess>(gpus[i]));
-      starting.emplace_back([&, i] {
+      starting.emplace_back([&found, &failed, i, worker = p.workers[i].get()] {
         try {
-          found[i] = worker_device(*p.workers[i]);  // says "no CUDA GPU" before anything else
+          found[i] = worker_device(*worker);  // says "no CUDA GPU" before anything else
         } catch (...) {
           failed[i] = std::current_exception();
         }
@@ -131,6 +134,13 @@ Pools start_pools(const std::vector<int>& gpus) {
     p.names[i] = (p.pools[i].size() > 1 ? "GPUs " : "GPU ") + list + " (" + p.names[i] + ")";
   }
   return p;
+}
+
+// The option that names a pool's GPUs again (for the resume hint).
+std::string gpu_option(const std::vector<Worker*>& pool) {
+  std::string list;
+  for (const Worker* w : pool) list += (list.empty() ? "" : ",") + std::to_string(w->gpu());
+  return pool.size() > 1 ? " --gpus " + list : " --gpu " + list;
 }
 
 // The main job's line after each problem: how far, and how long the rest should take, estimated from the
@@ -279,7 +289,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
       if (s.interrupted) {
         std::cout << "interrupted: continue with 'tiletune sweep --family " << family->name << " --size "
                   << problem.size_text() << (problem.args.empty() ? "" : " --arg " + problem.args_text())
-                  << " --resume'\n";
+                  << gpu_option(gpus.pools[p]) << " --resume'\n";
         status = 130;
       }
     }

@@ -134,13 +134,18 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   const std::string problem_text =
       problem.size_text() + (problem.args.empty() ? "" : " " + problem.args_text());
   for (const auto& d : devices) summary.gpus.push_back({d.ordinal, d.uuid, 0, 0, 0});
+  std::vector<int> restarts_before;  // the workers serve sweep after sweep: this one's restarts are the rise
+  for (Worker* w : workers) restarts_before.push_back(w->restarts());
 
   std::set<std::string> done;
   std::optional<SweepInfo> prior;
   if (options.resume) {
     // A shard's sweep resumes only a sweep of the same shard.
     for (const auto& s : store.sweeps(family.name, "", problem))
-      if (s.kind == "sweep" && s.status != "done" && shard_of(s.strategy) == options.shard.text()) {
+      if (s.kind == "sweep" && s.status != "done" && shard_of(s.strategy) == options.shard.text() &&
+          (devices.size() == 1 || std::any_of(devices.begin(), devices.end(), [&](const DeviceLimits& d) {
+             return d.uuid == s.device.uuid;
+           }))) {
         prior = s;
         break;
       }
@@ -224,14 +229,28 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     std::vector<PlannedConfig> block;
     for (std::size_t first = 0; first < todo.size(); first += kBlock) {
       block.assign(std::min(kBlock, todo.size() - first), PlannedConfig{});
+      std::vector<std::exception_ptr> failed(threads);
       const auto prune_part = [&](std::size_t part) {
-        for (std::size_t j = part; j < block.size(); j += threads)
-          block[j] = prune_before_compile(family, device, problem, space[todo[first + j]]);
+        try {
+          for (std::size_t j = part; j < block.size(); j += threads)
+            block[j] = prune_before_compile(family, device, problem, space[todo[first + j]]);
+        } catch (...) {
+          failed[part] = std::current_exception();
+        }
       };
-      std::vector<std::thread> pool;
-      for (std::size_t t = 1; t < std::min(threads, block.size()); ++t) pool.emplace_back(prune_part, t);
-      prune_part(0);
-      for (auto& t : pool) t.join();
+      {
+        std::vector<std::thread> pool;
+        struct JoinAll {
+          std::vector<std::thread>& threads;
+          ~JoinAll() {
+            for (auto& t : threads) t.join();
+          }
+        } join_all{pool};  // also when a thread cannot be started
+        for (std::size_t t = 1; t < std::min(threads, block.size()); ++t) pool.emplace_back(prune_part, t);
+        prune_part(0);
+      }
+      for (const auto& e : failed)
+        if (e) std::rethrow_exception(e);
       for (auto& c : block)
         if (c.outcome == Outcome::ok)
           table.push_back(std::move(c));
@@ -402,7 +421,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
       changed.wait(lock, [&] { return lane[k].task || quit; });
-      if (!lane[k].task) return;
+      if (quit || !lane[k].task) return;  // ending (an error on the dealing thread): drop what was dealt
       Task t = std::move(*lane[k].task);
       lane[k].task.reset();
       lock.unlock();
@@ -574,8 +593,8 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   if (error) std::rethrow_exception(error);
   summary.interrupted = stop_requested && stop_requested->load();
   for (std::size_t k = 0; k < lanes; ++k) {
-    summary.gpus[k].worker_restarts = workers[k]->restarts();
-    summary.worker_restarts += workers[k]->restarts();
+    summary.gpus[k].worker_restarts = workers[k]->restarts() - restarts_before[k];
+    summary.worker_restarts += summary.gpus[k].worker_restarts;
   }
   progress(true);
   for (const auto& w : walkers)
