@@ -530,23 +530,8 @@ class GpuSide {
         std::memcpy(slot, &p, sizeof p);
         continue;
       }
-      switch (a.scalar) {
-        case ElementType::f32: {
-          const float v = static_cast<float>(a.real);
-          std::memcpy(slot, &v, sizeof v);
-          break;
-        }
-        case ElementType::f64:
-          std::memcpy(slot, &a.real, sizeof a.real);
-          break;
-        case ElementType::i64:
-          std::memcpy(slot, &a.integer, sizeof a.integer);
-          break;
-        default: {
-          const int v = static_cast<int>(a.integer);
-          std::memcpy(slot, &v, sizeof v);
-        }
-      }
+      const std::uint64_t bits = wire::scalar_bits(a);
+      std::memcpy(slot, &bits, sizeof bits);
     }
     return k;
   }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -72,6 +73,24 @@ struct ArgValue {
   double real = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ArgValue, buffer, scalar, integer, real)
+
+// A scalar argument as the kernel receives it, in the low bytes of an 8-byte slot: f32 and f64 from `real`,
+// i64 from `integer`, any other type as a 32-bit int.
+inline std::uint64_t scalar_bits(const ArgValue& a) {
+  std::uint64_t bits = 0;
+  if (a.scalar == ElementType::f32) {
+    const float v = static_cast<float>(a.real);
+    std::memcpy(&bits, &v, sizeof v);
+  } else if (a.scalar == ElementType::f64) {
+    std::memcpy(&bits, &a.real, sizeof a.real);
+  } else if (a.scalar == ElementType::i64) {
+    std::memcpy(&bits, &a.integer, sizeof a.integer);
+  } else {
+    const int v = static_cast<int>(a.integer);
+    std::memcpy(&bits, &v, sizeof v);
+  }
+  return bits;
+}
 
 struct KernelSpec {
   std::string cubin_path;

@@ -1,0 +1,153 @@
+// tiletune::runtime on the GPU: a sweep through the tiletune command, then the measured configuration
+// launched from this process with its own buffers and checked element by element. This process owns a CUDA
+// context, so it starts no worker of its own: the sweep runs in the command.
+#include "tiletune/runtime.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "../test_paths.hpp"
+#include "tiletune/store.hpp"
+
+using namespace tiletune;
+using tiletune::test::TempDir;
+
+namespace {
+
+std::string gpu_missing() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("no CUDA GPU: ") + cudaGetErrorString(e);
+  }
+  return count ? "" : "no CUDA GPU";
+}
+
+int run(const std::string& command) {
+  const int raw = std::system(command.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+struct DeviceArray {
+  float* p = nullptr;
+  explicit DeviceArray(std::size_t n) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(float)), cudaSuccess);
+  }
+  ~DeviceArray() { cudaFree(p); }
+};
+
+// C = A * B for row-major A (m x k) and B (k x n), launched through the runtime, against a float64 product
+// on the host: every element within 1e-4 of the row's scale, the output poisoned with NaN first.
+void expect_gemm_correct(const runtime::Kernel& kernel, long m, long n, long k, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+  for (auto& x : a) x = dist(rng);
+  for (auto& x : b) x = dist(rng);
+  DeviceArray da(a.size()), db(b.size()), dc(static_cast<std::size_t>(m * n));
+  ASSERT_EQ(cudaMemcpy(da.p, a.data(), a.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.p, b.data(), b.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dc.p, 0xff, static_cast<std::size_t>(m * n) * 4), cudaSuccess);  // NaN
+  kernel.launch({{"A", da.p}, {"B", db.p}, {"C", dc.p}});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> c(static_cast<std::size_t>(m * n));
+  ASSERT_EQ(cudaMemcpy(c.data(), dc.p, c.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  long wrong = 0;
+  for (long i = 0; i < m; ++i)
+    for (long j = 0; j < n; ++j) {
+      double sum = 0, scale = 0;
+      for (long p = 0; p < k; ++p) {
+        const double term = static_cast<double>(a[i * k + p]) * b[p * n + j];
+        sum += term;
+        scale += std::abs(term);
+      }
+      const float got = c[static_cast<std::size_t>(i * n + j)];
+      if (!(std::abs(got - sum) <= 1e-4 * std::max(scale, 1.0)) && wrong++ < 5)
+        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", expected " << sum;
+    }
+  EXPECT_EQ(wrong, 0) << m << "x" << n << "x" << k;
+}
+
+}  // namespace
+
+TEST(Runtime, LaunchesTheMeasuredConfigurationAndItIsCorrect) {
+  if (const std::string why = gpu_missing(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const auto db = dir.path / "t.db", cache = dir.path / "cache";
+  const std::string sweep = "TILETUNE_CACHE='" + cache.string() + "' '" + test::tiletune_binary().string() +
+                            "' sweep --family gemm_tiled --size 1000x1000x777 --strategy random --budget 12 "
+                            "--min-reps 3 --max-reps 10 --db '" +
+                            db.string() + "' > '" + (dir.path / "sweep.log").string() + "' 2>&1";
+  ASSERT_EQ(run(sweep), 0) << sweep;
+  cudaDeviceProp props{};
+  ASSERT_EQ(cudaGetDeviceProperties(&props, 0), cudaSuccess);
+  const auto best = Store::open(db, Store::Mode::read_only)
+                        .best("gemm_tiled", props.name, ProblemKey{{1000, 1000, 777}, {}});
+  ASSERT_TRUE(best.has_value());
+
+  runtime::Runtime rt({db, {}, cache});
+  const runtime::Kernel& tuned = rt.kernel("gemm_tiled", "1000x1000x777");
+  EXPECT_EQ(tuned.match(), Match::exact) << tuned.message();
+  EXPECT_EQ(tuned.params(), best->record.params);
+  EXPECT_TRUE(tuned.from_cache()) << "the sweep's CUBIN was compiled again";
+  EXPECT_EQ(&rt.kernel("gemm_tiled", "1000x1000x777"), &tuned);  // loaded once
+  expect_gemm_correct(tuned, 1000, 1000, 777, 1);
+
+  // Timed as the sweep timed it: the median of back-to-back runs between events.
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  DeviceArray a(1000 * 777), b(777 * 1000), c(1000 * 1000);
+  std::vector<float> times;
+  for (int r = 0; r < 21; ++r) {
+    cudaEventRecord(start);
+    tuned.launch({{"A", a.p}, {"B", b.p}, {"C", c.p}});
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  std::nth_element(times.begin(), times.begin() + 10, times.end());
+  std::cout << "runtime launch median " << times[10] << " ms, the sweep's median " << *best->record.median_ms
+            << " ms, ratio " << times[10] / *best->record.median_ms << "\n";
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+
+  // A problem nobody tuned: the nearest tuned one's configuration, its geometry computed for this one.
+  const runtime::Kernel& other = rt.kernel("gemm_tiled", "333x517x250");
+  EXPECT_EQ(other.match(), Match::nearest_size) << other.message();
+  EXPECT_EQ(other.params(), tuned.params());
+  expect_gemm_correct(other, 333, 517, 250, 2);
+
+  // A buffer left out is an error, not a launch.
+  try {
+    tuned.launch({{"A", a.p}, {"B", b.p}});
+    ADD_FAILURE() << "launched without C";
+  } catch (const runtime::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("buffer 'C'"), std::string::npos) << e.what();
+  }
+
+  // The template changed since the sweep: reported, never launched.
+  const auto changed = dir.path / "families" / "gemm_tiled";
+  std::filesystem::create_directories(changed.parent_path());
+  std::filesystem::copy(test::templates_dir() / "gemm_tiled", changed,
+                        std::filesystem::copy_options::recursive);
+  for (const auto& f : std::filesystem::directory_iterator(changed))
+    if (f.path().extension() == ".cu") std::ofstream(f.path(), std::ios::app) << "\n// changed\n";
+  runtime::Runtime edited({db, {dir.path / "families"}, cache});
+  try {
+    edited.kernel("gemm_tiled", "1000x1000x777");
+    ADD_FAILURE() << "a changed template was used";
+  } catch (const runtime::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("changed since it was tuned"), std::string::npos) << e.what();
+  }
+}

@@ -1,0 +1,199 @@
+#include "tiletune/runtime.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "requests.hpp"
+#include "tiletune/compiler.hpp"
+#include "tiletune/device.hpp"
+#include "tiletune/family.hpp"
+#include "tiletune/plan.hpp"
+#include "tiletune/store.hpp"
+
+namespace tiletune::runtime {
+
+namespace {
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // a launch error is not sticky: clear it for the caller's next call
+    throw RuntimeError(what + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  }
+}
+
+std::string first_line(const std::string& text) {
+  const auto end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
+// The current CUDA device's limits.
+DeviceLimits current_device() {
+  int ordinal = -1;
+  if (cudaGetDevice(&ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    ordinal = 0;
+  }
+  std::string why;
+  for (auto& d : present_devices(&why))
+    if (d.ordinal == ordinal) return d;
+  throw RuntimeError(why.empty() ? "no CUDA GPU " + std::to_string(ordinal) : why);
+}
+
+}  // namespace
+
+Kernel::~Kernel() {
+  if (library_) cudaLibraryUnload(library_);
+}
+
+void Kernel::launch(const std::map<std::string, void*>& buffers, cudaStream_t stream) const {
+  std::vector<std::uint64_t> storage(args_.size());
+  std::vector<void*> slots(args_.size());
+  for (std::size_t i = 0; i < args_.size(); ++i) {
+    const Arg& a = args_[i];
+    if (a.buffer.empty()) {
+      storage[i] = a.bits;
+    } else {
+      const auto it = buffers.find(a.buffer);
+      if (it == buffers.end() || it->second == nullptr)
+        throw RuntimeError(family_ + ": no device pointer for buffer '" + a.buffer + "'");
+      std::memcpy(&storage[i], &it->second, sizeof it->second);
+    }
+    slots[i] = &storage[i];
+  }
+  check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(grid_[0], grid_[1], grid_[2]),
+                         dim3(block_[0], block_[1], block_[2]), slots.data(), dynamic_smem_, stream),
+        family_ + ": launch");
+}
+
+void Kernel::set_constant(const std::string& name, const void* data, std::size_t bytes) const {
+  if (std::find(constant_names_.begin(), constant_names_.end(), name) == constant_names_.end())
+    throw RuntimeError(family_ + " declares no constant '" + name + "'");
+  void* symbol = nullptr;
+  std::size_t size = 0;
+  check(cudaLibraryGetGlobal(&symbol, &size, library_, name.c_str()), family_ + ": constant " + name);
+  if (bytes > size)
+    throw RuntimeError(family_ + ": __constant__ " + name + " holds " + std::to_string(size) +
+                       " bytes, not " + std::to_string(bytes));
+  check(cudaMemcpy(symbol, data, bytes, cudaMemcpyHostToDevice), family_ + ": constant " + name);
+}
+
+struct Runtime::State {
+  RuntimeOptions options;
+  std::mutex mutex;
+  std::optional<std::vector<KernelFamily>> families;
+  std::optional<Client> client;
+  std::map<std::string, std::unique_ptr<Kernel>> kernels;  // by device, family and problem
+};
+
+Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+}
+
+Runtime::~Runtime() = default;
+
+const Kernel& Runtime::kernel(const std::string& family_name, const std::string& size,
+                              const std::string& args) {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (!st.families) {
+    std::vector<std::filesystem::path> roots = {builtin_templates_dir()};
+    roots.insert(roots.end(), st.options.family_roots.begin(), st.options.family_roots.end());
+    try {
+      st.families = load_families(roots);
+    } catch (const std::exception& e) {
+      throw RuntimeError(first_line(e.what()));
+    }
+  }
+  const KernelFamily* family = nullptr;
+  for (const auto& f : *st.families)
+    if (f.name == family_name) family = &f;
+  if (!family) throw RuntimeError("no family '" + family_name + "'");
+  ProblemKey problem;
+  try {
+    problem = family->make_problem(parse_size_text(size), parse_args_text(args));
+  } catch (const std::exception& e) {
+    throw RuntimeError(family_name + ": " + first_line(e.what()));
+  }
+  const DeviceLimits device = current_device();
+  const std::string key = std::to_string(device.ordinal) + "/" + device.uuid + "/" + family_name + "/" +
+                          problem.size_text() + "/" + problem.args_text();
+  if (const auto it = st.kernels.find(key); it != st.kernels.end()) return *it->second;
+
+  if (!st.client) {
+    std::string error;
+    st.client = Client::open(st.options.database, &error);
+    if (!st.client) throw RuntimeError(error);
+  }
+  std::unique_ptr<Kernel> k(new Kernel());
+  k->family_ = family_name;
+  k->problem_ = problem;
+  k->lookup_ =
+      st.client->best(Query{family_name, device.name, device.arch(), problem}, family->default_params());
+  const Params& params = k->lookup_.params;
+  const std::string config = family_name + " " + params_to_text(params);
+
+  // A configuration tuned on another template is not the kernel that was measured.
+  if (k->lookup_.match != Match::not_found) {
+    try {
+      const Store store = Store::open(st.options.database, Store::Mode::read_only);
+      const auto best = store.best(family_name, k->lookup_.device_name, k->lookup_.problem);
+      const auto sweep = best ? store.sweep(best->sweep_id) : std::nullopt;
+      if (sweep && sweep->template_hash != family->template_hash)
+        throw RuntimeError(family_name + " changed since it was tuned (template hash " +
+                           sweep->template_hash + " in sweep " + std::to_string(sweep->id) + ", now " +
+                           family->template_hash + "): sweep it again");
+    } catch (const StoreError& e) {
+      throw RuntimeError(first_line(e.what()));
+    }
+  }
+
+  PlannedConfig c = prune_before_compile(*family, device, problem, params);
+  if (c.outcome != Outcome::ok)
+    throw RuntimeError(config + " cannot run on " + device.name + " at " + problem.size_text() + ": " +
+                       first_line(c.reason));
+  const CompileCache cache(st.options.cache.empty() ? CompileCache::default_dir() : st.options.cache);
+  const CompileJob job = compile_job(*family, device, params);
+  const std::string cache_key = cache.key(job);
+  std::optional<CompileResult> compiled = cache.enabled() ? cache.load(cache_key) : std::nullopt;
+  if (!compiled) {
+    compiled = compile(job);
+    if (cache.enabled()) cache.store(cache_key, *compiled);
+  }
+  if (const auto* error = std::get_if<CompileError>(&*compiled))
+    throw RuntimeError(config + " does not compile: " + first_line(error->log));
+  const auto& cubin = std::get<CompiledKernel>(*compiled);
+  k->from_cache_ = cubin.from_cache;
+  k->compile_ms_ = cubin.compile_ms;
+  apply_compile_result(c, *compiled, device);
+  if (c.outcome != Outcome::ok)
+    throw RuntimeError(config + " cannot run on " + device.name + ": " + first_line(c.reason));
+
+  const wire::KernelSpec spec =
+      measure_request(*family, problem, params, c.launch, "", MeasureSettings{}).kernel;
+  check(cudaLibraryLoadData(&k->library_, cubin.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+        config + ": loading its CUBIN");
+  check(cudaLibraryGetKernel(&k->kernel_, k->library_, spec.kernel.c_str()),
+        config + ": kernel " + spec.kernel);
+  for (int d = 0; d < 3; ++d) {
+    k->grid_[d] = static_cast<unsigned>(spec.grid[d]);
+    k->block_[d] = static_cast<unsigned>(spec.block[d]);
+  }
+  k->dynamic_smem_ = static_cast<std::size_t>(spec.dynamic_smem);
+  // Past 48 KB of shared memory per block (static and dynamic together) the kernel must opt in.
+  cudaFuncAttributes attrs{};
+  check(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(k->kernel_)), config + ": attributes");
+  if (k->dynamic_smem_ + attrs.sharedSizeBytes > 48 * 1024)
+    check(
+        cudaFuncSetAttribute(reinterpret_cast<const void*>(k->kernel_),
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k->dynamic_smem_)),
+        config + ": shared memory opt-in");
+  for (const auto& a : spec.args) {
+    k->args_.push_back({a.buffer, a.buffer.empty() ? wire::scalar_bits(a) : 0});
+    if (!a.buffer.empty()) k->buffer_names_.push_back(a.buffer);
+  }
+  k->constant_names_ = spec.constants;
+  return *st.kernels.emplace(key, std::move(k)).first->second;
+}
+
+}  // namespace tiletune::runtime
