@@ -26,7 +26,7 @@ TEST(RuntimeErrors, AreOneLineAndNameWhatIsWrong) {
   TempDir dir;
   runtime::Runtime rt({dir.path / "missing.db", {test::fixtures_dir() / "families"}, dir.path / "cache"});
   const std::vector<std::tuple<std::string, std::string, std::string, std::string>> cases = {
-      {"nope", "10x10x10", "", "no family 'nope'"},
+      {"nope", "10x10x10", "", "unknown family 'nope' (known: "},
       {"gemm_tiled", "0x10x10", "", "gemm_tiled: "},
       {"gemm_tiled", "10x10", "", "gemm_tiled: "},
       {"gemm_tiled", "10xx10", "", "gemm_tiled: "},

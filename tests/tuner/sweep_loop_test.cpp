@@ -97,6 +97,15 @@ class FakeWorker final : public Worker {
   // Each measurement takes this long, so that the lanes of a sweep on several fake GPUs interleave.
   int measure_delay_ms = 0;
 
+  // Measures every launch but BLOCK=512,ITEMS=2, where the worker dies as a segfault would kill it.
+  static Reply dies_on_block512_items2(const Launch& l) {
+    Reply r = ok(time_of(l));
+    if (l.block == 512 && l.grid == 977) {
+      r.status = Reply::Status::died;
+      r.detail = "killed by signal 11";
+    }
+    return r;
+  }
   static double time_of(const Launch& l) {
     return 0.5 + 0.001 * static_cast<double>((l.block * 7919 + l.grid * 104729) % 997);
   }
@@ -425,15 +434,7 @@ TEST_F(SweepLoop, SamplingASpaceTooLargeToEnumerateOnTwoGpusStoresEachPointOnce)
 TEST_F(SweepLoop, AWorkerThatDiesOnOneGpuCostsOnlyItsConfiguration) {
   Store store = Store::open(db_dir.path / "a.db");
   std::vector<FakeWorker> gpus(2);
-  for (auto& g : gpus)
-    g.on_measure = [](const FakeWorker::Launch& l) {
-      Worker::Reply r = FakeWorker::ok(FakeWorker::time_of(l));
-      if (l.block == 512 && l.grid == 977) {  // BLOCK=512,ITEMS=2, on whichever GPU it is dealt to
-        r.status = Worker::Reply::Status::died;
-        r.detail = "killed by signal 11";
-      }
-      return r;
-    };
+  for (auto& g : gpus) g.on_measure = FakeWorker::dies_on_block512_items2;  // on whichever GPU it is dealt to
   const SweepSummary s = sweep_on(gpus, store);
   EXPECT_EQ(s.counts.at(Outcome::runtime_failed), 1);
   EXPECT_EQ(s.counts.at(Outcome::ok), 17);
@@ -494,14 +495,7 @@ TEST_F(SweepLoop, ResumingOnSeveralGpusPassesOverAnotherModelsUnfinishedSweep) {
 TEST_F(SweepLoop, ASweepCountsOnlyItsOwnWorkerRestarts) {
   Store store = Store::open(db_dir.path / "a.db");
   FakeWorker worker;
-  worker.on_measure = [](const FakeWorker::Launch& l) {
-    Worker::Reply r = FakeWorker::ok(FakeWorker::time_of(l));
-    if (l.block == 512 && l.grid == 977) {
-      r.status = Worker::Reply::Status::died;
-      r.detail = "killed by signal 11";
-    }
-    return r;
-  };
+  worker.on_measure = FakeWorker::dies_on_block512_items2;
   EXPECT_EQ(sweep(store, worker).worker_restarts, 1);
   worker.on_measure = [](const FakeWorker::Launch& l) { return FakeWorker::ok(FakeWorker::time_of(l)); };
   const SweepSummary second = sweep(store, worker);  // the same worker, as in the main job

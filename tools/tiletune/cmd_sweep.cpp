@@ -81,6 +81,13 @@ std::vector<int> parse_gpus(const std::string& text) {
   return out;
 }
 
+// A pool's device indices as --gpus takes them: "0,1".
+std::string gpu_list(const std::vector<Worker*>& pool) {
+  std::string list;
+  for (const Worker* w : pool) list += (list.empty() ? "" : ",") + std::to_string(w->gpu());
+  return list;
+}
+
 // The GPUs' workers, one sweep pool per GPU model (a pool's GPUs share every sweep; models never mix).
 struct Pools {
   std::vector<std::unique_ptr<WorkerProcess>> workers;
@@ -128,19 +135,14 @@ Pools start_pools(const std::vector<int>& gpus) {
     }
     p.pools[at].push_back(p.workers[i].get());
   }
-  for (std::size_t i = 0; i < p.pools.size(); ++i) {
-    std::string list;
-    for (Worker* w : p.pools[i]) list += (list.empty() ? "" : ",") + std::to_string(w->gpu());
-    p.names[i] = (p.pools[i].size() > 1 ? "GPUs " : "GPU ") + list + " (" + p.names[i] + ")";
-  }
+  for (std::size_t i = 0; i < p.pools.size(); ++i)
+    p.names[i] = (p.pools[i].size() > 1 ? "GPUs " : "GPU ") + gpu_list(p.pools[i]) + " (" + p.names[i] + ")";
   return p;
 }
 
 // The option that names a pool's GPUs again (for the resume hint).
 std::string gpu_option(const std::vector<Worker*>& pool) {
-  std::string list;
-  for (const Worker* w : pool) list += (list.empty() ? "" : ",") + std::to_string(w->gpu());
-  return pool.size() > 1 ? " --gpus " + list : " --gpu " + list;
+  return (pool.size() > 1 ? " --gpus " : " --gpu ") + gpu_list(pool);
 }
 
 // The main job's line after each problem: how far, and how long the rest should take, estimated from the

@@ -27,16 +27,17 @@ std::string first_line(const std::string& text) {
   return end == std::string::npos ? text : text.substr(0, end);
 }
 
-// The current CUDA device's limits.
-DeviceLimits current_device() {
+// The current CUDA device's limits, read once per device.
+const DeviceLimits& current_device(std::map<int, DeviceLimits>& known) {
   int ordinal = -1;
   if (cudaGetDevice(&ordinal) != cudaSuccess) {
     cudaGetLastError();
     ordinal = 0;
   }
+  if (const auto it = known.find(ordinal); it != known.end()) return it->second;
   std::string why;
   for (auto& d : present_devices(&why))
-    if (d.ordinal == ordinal) return d;
+    if (d.ordinal == ordinal) return known.emplace(ordinal, std::move(d)).first->second;
   throw RuntimeError(why.empty() ? "no CUDA GPU " + std::to_string(ordinal) : why);
 }
 
@@ -84,6 +85,7 @@ struct Runtime::State {
   std::optional<std::vector<KernelFamily>> families;
   std::optional<Client> client;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // by device, family and problem
+  std::map<int, DeviceLimits> devices;                     // by ordinal
 };
 
 Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
@@ -106,16 +108,18 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
     }
   }
   const KernelFamily* family = nullptr;
-  for (const auto& f : *st.families)
-    if (f.name == family_name) family = &f;
-  if (!family) throw RuntimeError("no family '" + family_name + "'");
+  try {
+    family = &find_family(*st.families, family_name);
+  } catch (const FamilyError& e) {
+    throw RuntimeError(e.what());
+  }
   ProblemKey problem;
   try {
     problem = family->make_problem(parse_size_text(size), parse_args_text(args));
   } catch (const std::exception& e) {
     throw RuntimeError(family_name + ": " + first_line(e.what()));
   }
-  const DeviceLimits device = current_device();
+  const DeviceLimits& device = current_device(st.devices);
   const std::string key = std::to_string(device.ordinal) + "/" + device.uuid + "/" + family_name + "/" +
                           problem.size_text() + "/" + problem.args_text();
   if (const auto it = st.kernels.find(key); it != st.kernels.end()) return *it->second;
