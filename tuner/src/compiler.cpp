@@ -1,5 +1,7 @@
 #include "tiletune/compiler.hpp"
 
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nvrtc.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -27,6 +29,63 @@ namespace {
 // The compile cache's entry format: part of every key. 2: entries carry the lowered name and NVRTC's time.
 constexpr const char* kCacheFormat = "tiletune-cache-2";
 
+// NVRTC, opened when something is first compiled rather than linked: a program that only loads CUBINs (an
+// application running a bundle) runs where NVRTC is not installed. TILETUNE_NVRTC names the library to open;
+// otherwise the loader's search path, then the toolkit this was built with.
+struct Nvrtc {
+  decltype(&::nvrtcVersion) version = nullptr;
+  decltype(&::nvrtcGetErrorString) error_string = nullptr;
+  decltype(&::nvrtcCreateProgram) create = nullptr;
+  decltype(&::nvrtcDestroyProgram) destroy = nullptr;
+  decltype(&::nvrtcAddNameExpression) add_name = nullptr;
+  decltype(&::nvrtcCompileProgram) compile = nullptr;
+  decltype(&::nvrtcGetProgramLogSize) log_size = nullptr;
+  decltype(&::nvrtcGetProgramLog) log = nullptr;
+  decltype(&::nvrtcGetCUBINSize) cubin_size = nullptr;
+  decltype(&::nvrtcGetCUBIN) cubin = nullptr;
+  decltype(&::nvrtcGetLoweredName) lowered_name = nullptr;
+  std::string error;  // why it could not be opened; empty when it was
+};
+
+const Nvrtc& nvrtc() {
+  static const Nvrtc api = [] {
+    Nvrtc n;
+    std::vector<std::string> names;
+    if (const char* env = std::getenv("TILETUNE_NVRTC"); env && *env) {
+      names.push_back(env);
+    } else {
+      const std::string so = "libnvrtc.so." + std::to_string(CUDART_VERSION / 1000);
+      names = {so, std::string(TILETUNE_CUDA_LIBRARY_DIR) + "/" + so, "/usr/local/cuda/lib64/" + so};
+    }
+    void* lib = nullptr;
+    for (const auto& name : names)
+      if ((lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    if (!lib) {
+      const char* why = dlerror();
+      n.error = "NVRTC cannot be opened (" + names.front() + ": " + (why ? why : "not found") +
+                "): install the CUDA toolkit's NVRTC or name the library in TILETUNE_NVRTC";
+      return n;
+    }
+    const auto get = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
+      if (!fn && n.error.empty()) n.error = std::string("NVRTC lacks ") + symbol;
+    };
+    get(n.version, "nvrtcVersion");
+    get(n.error_string, "nvrtcGetErrorString");
+    get(n.create, "nvrtcCreateProgram");
+    get(n.destroy, "nvrtcDestroyProgram");
+    get(n.add_name, "nvrtcAddNameExpression");
+    get(n.compile, "nvrtcCompileProgram");
+    get(n.log_size, "nvrtcGetProgramLogSize");
+    get(n.log, "nvrtcGetProgramLog");
+    get(n.cubin_size, "nvrtcGetCUBINSize");
+    get(n.cubin, "nvrtcGetCUBIN");
+    get(n.lowered_name, "nvrtcGetLoweredName");
+    return n;
+  }();
+  return api;
+}
+
 // Owns one nvrtcProgram.
 class Program {
  public:
@@ -34,7 +93,7 @@ class Program {
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
   ~Program() {
-    if (p_) nvrtcDestroyProgram(&p_);
+    if (p_) nvrtc().destroy(&p_);
   }
   nvrtcProgram get() const { return p_; }
 
@@ -46,15 +105,15 @@ class Program {
   do {                                                                                     \
     const nvrtcResult nvrtc_status_ = (call);                                              \
     if (nvrtc_status_ != NVRTC_SUCCESS)                                                    \
-      return CompileError{std::string(#call) + ": " + nvrtcGetErrorString(nvrtc_status_) + \
+      return CompileError{std::string(#call) + ": " + nvrtc().error_string(nvrtc_status_) + \
                           " (" __FILE__ ":" + std::to_string(__LINE__) + ")"};             \
   } while (0)
 
 std::string program_log(nvrtcProgram p) {
   std::size_t size = 0;
-  if (nvrtcGetProgramLogSize(p, &size) != NVRTC_SUCCESS || size == 0) return {};
+  if (nvrtc().log_size(p, &size) != NVRTC_SUCCESS || size == 0) return {};
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(p, log.data()) != NVRTC_SUCCESS) return {};
+  if (nvrtc().log(p, log.data()) != NVRTC_SUCCESS) return {};
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
 }
@@ -84,15 +143,17 @@ bool write_atomic(const std::filesystem::path& path, const std::string& bytes) {
 
 std::string nvrtc_version() {
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  if (!nvrtc().version || nvrtc().version(&major, &minor) != NVRTC_SUCCESS) return "none";
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
 bool nvrtc_has_own_cache() {
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  if (!nvrtc().version || nvrtc().version(&major, &minor) != NVRTC_SUCCESS) return false;
   return major > 12 || (major == 12 && minor >= 9);
 }
+
+const std::string& nvrtc_unavailable() { return nvrtc().error; }
 
 ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel) {
   ResourceUsage u;
@@ -141,13 +202,14 @@ const std::string& cuda_include_dir() {
 
 CompileResult compile(const CompileJob& job) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (!nvrtc().error.empty()) return CompileError{nvrtc().error};
   nvrtcProgram raw = nullptr;
   TILETUNE_NVRTC_CHECK(
-      nvrtcCreateProgram(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
+      nvrtc().create(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
   Program program(raw);
   // A C++ kernel's symbol is mangled: NVRTC lowers the name as a name expression (an extern "C" kernel's
   // lowered name is its own), and a name that the source does not define fails the compile with a log.
-  if (!job.kernel.empty()) TILETUNE_NVRTC_CHECK(nvrtcAddNameExpression(program.get(), job.kernel.c_str()));
+  if (!job.kernel.empty()) TILETUNE_NVRTC_CHECK(nvrtc().add_name(program.get(), job.kernel.c_str()));
   std::vector<std::string> options = {"--gpu-architecture=" + job.arch, "--ptxas-options=-v", "--std=c++17"};
   // NVRTC 12.9 and later keep their own on-disk cache, and a result served from it carries no ptxas report
   // (no registers, no spills). tiletune caches compiled kernels itself, so NVRTC's cache stays off.
@@ -156,18 +218,18 @@ CompileResult compile(const CompileJob& job) {
   options.insert(options.end(), job.options.begin(), job.options.end());
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
-  const nvrtcResult status = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  const nvrtcResult status = nvrtc().compile(program.get(), static_cast<int>(argv.size()), argv.data());
   std::string log = program_log(program.get());
   if (status != NVRTC_SUCCESS)
-    return CompileError{log.empty() ? std::string(nvrtcGetErrorString(status)) : log};
+    return CompileError{log.empty() ? std::string(nvrtc().error_string(status)) : log};
   std::size_t size = 0;
-  TILETUNE_NVRTC_CHECK(nvrtcGetCUBINSize(program.get(), &size));
+  TILETUNE_NVRTC_CHECK(nvrtc().cubin_size(program.get(), &size));
   CompiledKernel out;
   out.cubin.resize(size);
-  TILETUNE_NVRTC_CHECK(nvrtcGetCUBIN(program.get(), out.cubin.data()));
+  TILETUNE_NVRTC_CHECK(nvrtc().cubin(program.get(), out.cubin.data()));
   if (!job.kernel.empty()) {
     const char* lowered = nullptr;
-    TILETUNE_NVRTC_CHECK(nvrtcGetLoweredName(program.get(), job.kernel.c_str(), &lowered));
+    TILETUNE_NVRTC_CHECK(nvrtc().lowered_name(program.get(), job.kernel.c_str(), &lowered));
     out.lowered_name = lowered ? lowered : job.kernel;
   }
   out.usage = parse_ptxas_usage(log, out.lowered_name);

@@ -126,6 +126,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
                        const SweepOptions& options, std::ostream& out,
                        const std::atomic<bool>* stop_requested) {
   const auto t0 = Clock::now();
+  if (!nvrtc_unavailable().empty()) throw SweepError(nvrtc_unavailable());
   const SpaceWalk walk = sweep_space_walk(family, options);
   SweepSummary summary;
   const std::vector<DeviceLimits> devices = pool_devices(workers);

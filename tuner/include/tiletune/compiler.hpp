@@ -45,8 +45,10 @@ struct CompileError {
 
 using CompileResult = std::variant<CompiledKernel, CompileError>;
 
-// The NVRTC version as "13.0".
+// The NVRTC version as "13.0"; "none" where NVRTC cannot be opened.
 std::string nvrtc_version();
+// Empty when NVRTC can be opened (it is opened on first use, not linked); otherwise why not, in one line.
+const std::string& nvrtc_unavailable();
 // Whether this NVRTC keeps its own compile cache (12.9 and later); tiletune turns it off with --no-cache.
 bool nvrtc_has_own_cache();
 
