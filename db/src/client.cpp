@@ -42,33 +42,6 @@ constexpr std::string_view candidates_sql =
 // ever-new sizes from growing without limit.
 constexpr std::size_t cache_limit = 4096;
 
-// |log2(tuned / query)| for positive values; values that are not both positive (an argument may be 0 or
-// negative) count 1 for differing plus the log-distance of their magnitudes.
-double value_distance(std::int64_t tuned, std::int64_t query) {
-  if (tuned == query) return 0.0;
-  if (tuned > 0 && query > 0)
-    return std::fabs(std::log2(static_cast<double>(tuned) / static_cast<double>(query)));
-  return 1.0 + std::fabs(std::log2((std::fabs(static_cast<double>(tuned)) + 1.0) /
-                                   (std::fabs(static_cast<double>(query)) + 1.0)));
-}
-
-// (differs in shape, distance): a tuned problem with other argument names or dimension count ranks last.
-std::pair<bool, double> problem_distance(const ProblemKey& tuned, const ProblemKey& query) {
-  bool shape_differs = tuned.dims.size() != query.dims.size() || tuned.args.size() != query.args.size();
-  double distance = 0.0;
-  for (std::size_t i = 0; i < std::min(tuned.dims.size(), query.dims.size()); ++i)
-    distance += value_distance(tuned.dims[i], query.dims[i]);
-  for (const auto& [name, value] : query.args) {
-    const auto it = tuned.args.find(name);
-    if (it == tuned.args.end()) {
-      shape_differs = true;
-    } else {
-      distance += value_distance(it->second, value);
-    }
-  }
-  return {shape_differs, distance};
-}
-
 std::string problem_text(const std::string& size_text, const std::string& args_text) {
   return args_text.empty() ? size_text : size_text + " (" + args_text + ")";
 }
@@ -84,6 +57,35 @@ struct Candidate {
 };
 
 }  // namespace
+
+namespace {
+// |log2(tuned / query)| for positive values; values that are not both positive (an argument may be 0 or
+// negative) count 1 for differing plus the log-distance of their magnitudes.
+double value_distance(std::int64_t tuned, std::int64_t query) {
+  if (tuned == query) return 0.0;
+  if (tuned > 0 && query > 0)
+    return std::fabs(std::log2(static_cast<double>(tuned) / static_cast<double>(query)));
+  return 1.0 + std::fabs(std::log2((std::fabs(static_cast<double>(tuned)) + 1.0) /
+                                   (std::fabs(static_cast<double>(query)) + 1.0)));
+}
+
+}  // namespace
+
+std::pair<bool, double> problem_distance(const ProblemKey& tuned, const ProblemKey& query) {
+  bool shape_differs = tuned.dims.size() != query.dims.size() || tuned.args.size() != query.args.size();
+  double distance = 0.0;
+  for (std::size_t i = 0; i < std::min(tuned.dims.size(), query.dims.size()); ++i)
+    distance += value_distance(tuned.dims[i], query.dims[i]);
+  for (const auto& [name, value] : query.args) {
+    const auto it = tuned.args.find(name);
+    if (it == tuned.args.end()) {
+      shape_differs = true;
+    } else {
+      distance += value_distance(it->second, value);
+    }
+  }
+  return {shape_differs, distance};
+}
 
 std::string_view to_string(Match match) {
   switch (match) {

@@ -182,6 +182,11 @@ std::vector<StoredResult> Store::results(std::int64_t sweep_id, std::size_t limi
   return as_store_error("results", [&] { return rows::select_results(impl_->db, sweep_id, limit); });
 }
 
+std::vector<BestConfig> Store::best_per_problem(const std::string& family,
+                                                const std::string& device_name) const {
+  return rows::select_best_per_problem(impl_->db, family, device_name);
+}
+
 std::optional<StoredResult> Store::best(const std::string& family, const std::string& device_name,
                                         const ProblemKey& problem) const {
   std::string size, args;

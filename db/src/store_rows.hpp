@@ -76,10 +76,7 @@ std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_i
 std::optional<StoredResult> select_result(const sql::Db& db, std::int64_t result_id);
 
 // The best ok result of each (family, device name, problem), for the header export.
-struct BestRow {
-  std::string family, device_name, arch, size_text, args_text;
-  StoredResult result;
-};
+using BestRow = BestConfig;
 std::vector<BestRow> select_best_per_problem(const sql::Db& db, const std::string& family,
                                              const std::string& device_name);
 

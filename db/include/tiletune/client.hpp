@@ -41,6 +41,11 @@ struct Lookup {
   std::string message;  // one line that says how it matched, for logs
 };
 
+// How far a tuned problem is from a query: (differs in shape, distance). The distance sums |log2(tuned /
+// query)| over the sizes and arguments; a tuned problem with other argument names or dimension count differs
+// in shape and ranks after every other.
+std::pair<bool, double> problem_distance(const ProblemKey& tuned, const ProblemKey& query);
+
 class Client {
  public:
   // Read-only (SQLITE_OPEN_READONLY); where the directory cannot take the WAL index file (read-only media),

@@ -69,6 +69,12 @@ struct StoredResult {
   std::string measured_at;
 };
 
+// The fastest ok result of one (family, device name, problem), over every sweep.
+struct BestConfig {
+  std::string family, device_name, arch, size_text, args_text;
+  StoredResult result;
+};
+
 struct ImportSummary {
   int sweeps_added = 0, sweeps_skipped = 0, results_added = 0;
 };
@@ -126,6 +132,10 @@ class Store {
   // The best ok result over every sweep for (family, device name, problem), if any.
   std::optional<StoredResult> best(const std::string& family, const std::string& device_name,
                                    const ProblemKey& problem) const;
+
+  // The best ok result of every (family, device name, problem), ordered by those; empty filters mean any.
+  std::vector<BestConfig> best_per_problem(const std::string& family = "",
+                                           const std::string& device_name = "") const;
 
   // The description (JSON text) stored with a family's template hash; "{}" when there is none.
   std::string family_description(const std::string& family, const std::string& template_hash) const;
