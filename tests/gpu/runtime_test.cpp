@@ -93,7 +93,7 @@ TEST(Runtime, LaunchesTheMeasuredConfigurationAndItIsCorrect) {
                         .best("gemm_tiled", props.name, ProblemKey{{1000, 1000, 777}, {}});
   ASSERT_TRUE(best.has_value());
 
-  runtime::Runtime rt({db, {}, cache});
+  runtime::Runtime rt({db, {}, cache, {}});
   const runtime::Kernel& tuned = rt.kernel("gemm_tiled", "1000x1000x777");
   EXPECT_EQ(tuned.match(), Match::exact) << tuned.message();
   EXPECT_EQ(tuned.params(), best->record.params);
@@ -136,6 +136,29 @@ TEST(Runtime, LaunchesTheMeasuredConfigurationAndItIsCorrect) {
     EXPECT_NE(std::string(e.what()).find("buffer 'C'"), std::string::npos) << e.what();
   }
 
+  // The same configuration from a bundle: nothing compiled, the same geometry, correct at both sizes.
+  const auto bundle = dir.path / "bundle";
+  const std::string export_bundle = "TILETUNE_CACHE='" + cache.string() + "' '" +
+                                    test::tiletune_binary().string() + "' export --format bundle --db '" +
+                                    db.string() + "' -o '" + bundle.string() + "' 2>/dev/null";
+  ASSERT_EQ(run(export_bundle), 0) << export_bundle;
+  runtime::RuntimeOptions from_bundle;
+  from_bundle.database = dir.path / "not-read.db";
+  from_bundle.bundle = bundle;
+  runtime::Runtime bundled(from_bundle);
+  const runtime::Kernel& shipped = bundled.kernel("gemm_tiled", "1000x1000x777");
+  EXPECT_EQ(shipped.source(), "bundle");
+  EXPECT_EQ(shipped.match(), Match::exact) << shipped.message();
+  EXPECT_EQ(shipped.params(), tuned.params());
+  EXPECT_EQ(shipped.grid(), tuned.grid());
+  EXPECT_EQ(shipped.block(), tuned.block());
+  EXPECT_EQ(shipped.stored_median_ms(), tuned.stored_median_ms());
+  expect_gemm_correct(shipped, 1000, 1000, 777, 3);
+  const runtime::Kernel& shipped_other = bundled.kernel("gemm_tiled", "333x517x250");
+  EXPECT_EQ(shipped_other.match(), Match::nearest_size) << shipped_other.message();
+  expect_gemm_correct(shipped_other, 333, 517, 250, 4);
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "not-read.db"));
+
   // The template changed since the sweep: reported, never launched.
   const auto changed = dir.path / "families" / "gemm_tiled";
   std::filesystem::create_directories(changed.parent_path());
@@ -143,7 +166,7 @@ TEST(Runtime, LaunchesTheMeasuredConfigurationAndItIsCorrect) {
                         std::filesystem::copy_options::recursive);
   for (const auto& f : std::filesystem::directory_iterator(changed))
     if (f.path().extension() == ".cu") std::ofstream(f.path(), std::ios::app) << "\n// changed\n";
-  runtime::Runtime edited({db, {dir.path / "families"}, cache});
+  runtime::Runtime edited({db, {dir.path / "families"}, cache, {}});
   try {
     edited.kernel("gemm_tiled", "1000x1000x777");
     ADD_FAILURE() << "a changed template was used";

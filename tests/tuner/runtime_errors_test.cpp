@@ -24,7 +24,11 @@ std::string refusal(runtime::Runtime& rt, const std::string& family, const std::
 
 TEST(RuntimeErrors, AreOneLineAndNameWhatIsWrong) {
   TempDir dir;
-  runtime::Runtime rt({dir.path / "missing.db", {test::fixtures_dir() / "families"}, dir.path / "cache"});
+  runtime::RuntimeOptions options;
+  options.database = dir.path / "missing.db";
+  options.family_roots = {test::fixtures_dir() / "families"};
+  options.cache = dir.path / "cache";
+  runtime::Runtime rt(options);
   const std::vector<std::tuple<std::string, std::string, std::string, std::string>> cases = {
       {"nope", "10x10x10", "", "unknown family 'nope' (known: "},
       {"gemm_tiled", "0x10x10", "", "gemm_tiled: "},

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli.hpp"
+#include "tiletune/bundle.hpp"
 #include "tiletune/kernel_tuner.hpp"
 #include "tiletune/store.hpp"
 #include "tiletune/utf8.hpp"
@@ -99,19 +100,31 @@ int cmd_export(const std::vector<std::string>& argv) {
   add_common(desc, c, false, false);
   desc.add_options()("format", po::value(&format)->default_value(format),
                      "json, csv, header (a C++ header of the best configurations), t4 (the T4 results "
-                     "format, with metadata) or kernel_tuner (one sweep as a Kernel Tuner cache file)")(
-      "output,o", po::value(&output), "file to write (default: standard output)")(
+                     "format, with metadata), kernel_tuner (one sweep as a Kernel Tuner cache file) or bundle "
+                     "(a folder of the best configurations' CUBINs for the runtime to launch without compiling)")(
+      "output,o", po::value(&output), "file to write (default: standard output); bundle: the folder to write")(
       "device", po::value(&device), "only this device name")(
       "sweep", po::value(&sweep_id),
       "kernel_tuner: the sweep to write (default: the one sweep --family, --device and --size select); t4: "
       "only this sweep (default: every sweep --family and --device select)");
   if (!parse("export",
-             "Writes stored results as JSON (for import elsewhere), CSV, a C++ header, T4, or a Kernel Tuner "
-             "cache.",
+             "Writes stored results as JSON (for import elsewhere), CSV, a C++ header, T4, a Kernel Tuner "
+             "cache, or a bundle of compiled kernels.",
              desc, argv))
     return 0;
+  if (format == "bundle") {
+    if (output.empty()) throw UsageError("export: --format bundle writes a folder: name it with --output");
+    if (sweep_id != 0) throw UsageError("export: --format bundle takes --family and --device, not --sweep");
+    const Store store = Store::open(c.db, Store::Mode::read_only);
+    const CompileCache cache(CompileCache::default_dir());
+    const BundleSummary summary = write_bundle(store, families(c), output, c.family, device, cache);
+    for (const auto& line : summary.skipped) std::cerr << "left out: " << line << "\n";
+    std::cerr << "wrote " << output << ": " << summary.entries << " configurations, " << summary.cubins
+              << " CUBINs (" << summary.compiled << " compiled, the rest from the compile cache)\n";
+    return 0;
+  }
   const ExportFormat& chosen =
-      find_format(export_formats(), format, "export: --format must be json, csv, header, t4 or kernel_tuner");
+      find_format(export_formats(), format, "export: --format must be json, csv, header, t4, kernel_tuner or bundle");
   if (sweep_id != 0 && !chosen.takes_sweep)
     throw UsageError("export: --sweep picks the sweep of --format kernel_tuner or t4; --format " + format +
                      " takes --family and --device");

@@ -1,10 +1,12 @@
 #include "tiletune/runtime.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
 #include "requests.hpp"
+#include "tiletune/bundle.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
@@ -47,24 +49,38 @@ Kernel::~Kernel() {
   if (library_) cudaLibraryUnload(library_);
 }
 
-void Kernel::launch(const std::map<std::string, void*>& buffers, cudaStream_t stream) const {
+void Kernel::launch(const std::vector<void*>& buffers, cudaStream_t stream) const {
+  if (buffers.size() != buffer_names_.size())
+    throw RuntimeError(family_ + ": " + std::to_string(buffers.size()) + " buffers given, the kernel takes " +
+                       std::to_string(buffer_names_.size()));
   std::vector<std::uint64_t> storage(args_.size());
   std::vector<void*> slots(args_.size());
+  std::size_t next = 0;
   for (std::size_t i = 0; i < args_.size(); ++i) {
-    const Arg& a = args_[i];
-    if (a.buffer.empty()) {
-      storage[i] = a.bits;
+    if (args_[i].buffer.empty()) {
+      storage[i] = args_[i].bits;
     } else {
-      const auto it = buffers.find(a.buffer);
-      if (it == buffers.end() || it->second == nullptr)
-        throw RuntimeError(family_ + ": no device pointer for buffer '" + a.buffer + "'");
-      std::memcpy(&storage[i], &it->second, sizeof it->second);
+      void* pointer = buffers[next++];
+      if (pointer == nullptr)
+        throw RuntimeError(family_ + ": no device pointer for buffer '" + args_[i].buffer + "'");
+      std::memcpy(&storage[i], &pointer, sizeof pointer);
     }
     slots[i] = &storage[i];
   }
   check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(grid_[0], grid_[1], grid_[2]),
                          dim3(block_[0], block_[1], block_[2]), slots.data(), dynamic_smem_, stream),
         family_ + ": launch");
+}
+
+void Kernel::launch(const std::map<std::string, void*>& buffers, cudaStream_t stream) const {
+  std::vector<void*> ordered;
+  for (const auto& name : buffer_names_) {
+    const auto it = buffers.find(name);
+    if (it == buffers.end() || it->second == nullptr)
+      throw RuntimeError(family_ + ": no device pointer for buffer '" + name + "'");
+    ordered.push_back(it->second);
+  }
+  launch(ordered, stream);
 }
 
 void Kernel::set_constant(const std::string& name, const void* data, std::size_t bytes) const {
@@ -84,6 +100,7 @@ struct Runtime::State {
   std::mutex mutex;
   std::optional<std::vector<KernelFamily>> families;
   std::optional<Client> client;
+  std::optional<Bundle> bundle;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // by device, family and problem
   std::map<int, DeviceLimits> devices;                     // by ordinal
 };
@@ -98,9 +115,23 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
                               const std::string& args) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool bundled = !st.options.bundle.empty();
+  if (bundled && !st.bundle) {
+    try {
+      st.bundle = read_bundle(st.options.bundle);
+    } catch (const BundleError& e) {
+      throw RuntimeError(e.what());
+    }
+  }
   if (!st.families) {
-    std::vector<std::filesystem::path> roots = {builtin_templates_dir()};
-    roots.insert(roots.end(), st.options.family_roots.begin(), st.options.family_roots.end());
+    std::vector<std::filesystem::path> roots;
+    if (bundled) {
+      roots = {st.bundle->families_dir()};
+    } else {
+      roots = {builtin_templates_dir()};
+      roots.insert(roots.end(), st.options.family_roots.begin(), st.options.family_roots.end());
+    }
     try {
       st.families = load_families(roots);
     } catch (const std::exception& e) {
@@ -111,7 +142,7 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
   try {
     family = &find_family(*st.families, family_name);
   } catch (const FamilyError& e) {
-    throw RuntimeError(e.what());
+    throw RuntimeError(bundled ? "bundle " + st.options.bundle.string() + ": " + e.what() : e.what());
   }
   ProblemKey problem;
   try {
@@ -124,51 +155,88 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
                           problem.size_text() + "/" + problem.args_text();
   if (const auto it = st.kernels.find(key); it != st.kernels.end()) return *it->second;
 
-  if (!st.client) {
-    std::string error;
-    st.client = Client::open(st.options.database, &error);
-    if (!st.client) throw RuntimeError(error);
-  }
   std::unique_ptr<Kernel> k(new Kernel());
   k->family_ = family_name;
   k->problem_ = problem;
-  k->lookup_ =
-      st.client->best(Query{family_name, device.name, device.arch(), problem}, family->default_params());
-  const Params& params = k->lookup_.params;
-  const std::string config = family_name + " " + params_to_text(params);
-
-  // A configuration tuned on another template is not the kernel that was measured.
-  if (k->lookup_.match != Match::not_found) {
+  std::optional<CompileResult> compiled;
+  if (bundled) {
+    Match match = Match::not_found;
+    const BundleEntry* entry = st.bundle->find(family_name, device.name, device.arch(), problem, &match);
+    if (!entry)
+      throw RuntimeError("bundle " + st.options.bundle.string() + " holds no configuration of " + family_name +
+                         " for " + device.arch() + " (" + device.name + ")");
+    if (entry->template_hash != family->template_hash)
+      throw RuntimeError("bundle " + st.options.bundle.string() + ": " + family_name +
+                         " in its families/ differs from the one tuned (template hash " + entry->template_hash +
+                         ", now " + family->template_hash + "): export the bundle again");
+    Lookup& l = k->lookup_;
+    l.match = match;
+    l.params = entry->params;
+    l.device_name = entry->device_name;
+    l.problem = entry->problem;
+    l.median_ms = entry->median_ms;
+    l.metric = entry->metric;
+    l.metric_unit = entry->metric_unit;
+    const std::string tuned =
+        entry->problem.args.empty() ? entry->problem.size_text()
+                                    : entry->problem.size_text() + " (" + entry->problem.args_text() + ")";
+    l.message = std::string(to_string(match)) + ": the bundle's configuration tuned on " + entry->device_name +
+                " for " + tuned;
+    CompiledKernel cubin;
     try {
-      const Store store = Store::open(st.options.database, Store::Mode::read_only);
-      const auto best = store.best(family_name, k->lookup_.device_name, k->lookup_.problem);
-      const auto sweep = best ? store.sweep(best->sweep_id) : std::nullopt;
-      if (sweep && sweep->template_hash != family->template_hash)
-        throw RuntimeError(family_name + " changed since it was tuned (template hash " +
-                           sweep->template_hash + " in sweep " + std::to_string(sweep->id) + ", now " +
-                           family->template_hash + "): sweep it again");
-    } catch (const StoreError& e) {
-      throw RuntimeError(first_line(e.what()));
+      cubin.cubin = st.bundle->cubin(*entry);
+    } catch (const BundleError& e) {
+      throw RuntimeError(e.what());
+    }
+    cubin.lowered_name = entry->symbol;
+    cubin.usage = entry->usage;
+    compiled = std::move(cubin);
+    k->source_ = "bundle";
+  } else {
+    if (!st.client) {
+      std::string error;
+      st.client = Client::open(st.options.database, &error);
+      if (!st.client) throw RuntimeError(error);
+    }
+    k->lookup_ =
+        st.client->best(Query{family_name, device.name, device.arch(), problem}, family->default_params());
+    // A configuration tuned on another template is not the kernel that was measured.
+    if (k->lookup_.match != Match::not_found) {
+      try {
+        const Store store = Store::open(st.options.database, Store::Mode::read_only);
+        const auto best = store.best(family_name, k->lookup_.device_name, k->lookup_.problem);
+        const auto sweep = best ? store.sweep(best->sweep_id) : std::nullopt;
+        if (sweep && sweep->template_hash != family->template_hash)
+          throw RuntimeError(family_name + " changed since it was tuned (template hash " +
+                             sweep->template_hash + " in sweep " + std::to_string(sweep->id) + ", now " +
+                             family->template_hash + "): sweep it again");
+      } catch (const StoreError& e) {
+        throw RuntimeError(first_line(e.what()));
+      }
     }
   }
+  const Params& params = k->lookup_.params;
+  const std::string config = family_name + " " + params_to_text(params);
 
   PlannedConfig c = prune_before_compile(*family, device, problem, params);
   if (c.outcome != Outcome::ok)
     throw RuntimeError(config + " cannot run on " + device.name + " at " + problem.size_text() + ": " +
                        first_line(c.reason));
-  const CompileCache cache(st.options.cache.empty() ? CompileCache::default_dir() : st.options.cache);
-  const CompileJob job = compile_job(*family, device, params);
-  const std::string cache_key = cache.key(job);
-  std::optional<CompileResult> compiled = cache.enabled() ? cache.load(cache_key) : std::nullopt;
   if (!compiled) {
-    compiled = compile(job);
-    if (cache.enabled()) cache.store(cache_key, *compiled);
+    const CompileCache cache(st.options.cache.empty() ? CompileCache::default_dir() : st.options.cache);
+    const CompileJob job = compile_job(*family, device, params);
+    const std::string cache_key = cache.key(job);
+    compiled = cache.enabled() ? cache.load(cache_key) : std::nullopt;
+    if (!compiled) {
+      compiled = compile(job);
+      if (cache.enabled()) cache.store(cache_key, *compiled);
+    }
+    if (const auto* error = std::get_if<CompileError>(&*compiled))
+      throw RuntimeError(config + " does not compile: " + first_line(error->log));
+    k->source_ = std::get<CompiledKernel>(*compiled).from_cache ? "cache" : "compiled";
   }
-  if (const auto* error = std::get_if<CompileError>(&*compiled))
-    throw RuntimeError(config + " does not compile: " + first_line(error->log));
   const auto& cubin = std::get<CompiledKernel>(*compiled);
-  k->from_cache_ = cubin.from_cache;
-  k->compile_ms_ = cubin.compile_ms;
+  k->compile_ms_ = k->source_ == "bundle" ? 0.0 : cubin.compile_ms;
   apply_compile_result(c, *compiled, device);
   if (c.outcome != Outcome::ok)
     throw RuntimeError(config + " cannot run on " + device.name + ": " + first_line(c.reason));
@@ -197,6 +265,36 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
     if (!a.buffer.empty()) k->buffer_names_.push_back(a.buffer);
   }
   k->constant_names_ = spec.constants;
+  // Sizes as the worker allocates them for this problem.
+  const Vars vars = family->vars(problem, {});
+  for (const auto& name : k->buffer_names_) {
+    const Argument* a = find_argument(*family, name);
+    if (!a) continue;
+    BufferInfo info;
+    info.name = name;
+    info.type = to_string(a->type);
+    info.element_bytes = size_of(a->type);
+    try {
+      info.count = static_cast<std::uint64_t>(std::max<std::int64_t>(0, a->count.eval(vars)));
+    } catch (const std::exception& e) {
+      throw RuntimeError(config + ": buffer " + name + ": " + first_line(e.what()));
+    }
+    info.role = to_string(a->role);
+    k->buffer_info_.push_back(std::move(info));
+  }
+  for (const auto& c : family->constants) {
+    BufferInfo info;
+    info.name = c.name;
+    info.type = to_string(c.type);
+    info.element_bytes = size_of(c.type);
+    try {
+      info.count = static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.count.eval(vars)));
+    } catch (const std::exception& e) {
+      throw RuntimeError(config + ": constant " + c.name + ": " + first_line(e.what()));
+    }
+    k->constant_info_.push_back(std::move(info));
+  }
+  k->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return *st.kernels.emplace(key, std::move(k)).first->second;
 }
 

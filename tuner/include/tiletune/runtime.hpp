@@ -1,12 +1,14 @@
 // Running the measured kernel from an application: the best stored configuration of a family for the
 // current GPU and a problem, compiled exactly as its sweep compiled it (or its CUBIN taken from the compile
-// cache), launched with the caller's device pointers on the caller's stream. Talks to the GPU through the
-// CUDA runtime only.
+// cache, or from a bundle written by `tiletune export --format bundle`), launched with the caller's device
+// pointers on the caller's stream. Talks to the GPU through the CUDA runtime only; NVRTC is opened only when
+// something must be compiled, so an application that runs a bundle needs no NVRTC.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -35,6 +37,18 @@ struct RuntimeOptions {
   std::vector<std::filesystem::path> family_roots;
   // The compile cache the sweeps used; empty: $TILETUNE_CACHE, else ~/.cache/tiletune (as the command).
   std::filesystem::path cache;
+  // A bundle folder: configurations, families and CUBINs are taken from it alone; no database is read and
+  // nothing is compiled. Problems the bundle does not hold get its nearest one (match() says so).
+  std::filesystem::path bundle;
+};
+
+// One of the family's buffers, as its kernel expects it for the problem.
+struct BufferInfo {
+  std::string name;
+  std::string type;  // "float", "double", "half", "bfloat16", "int8", "uint8", "int32", "uint32", "int64"
+  std::size_t element_bytes = 0;
+  std::uint64_t count = 0;  // elements the kernel may touch
+  std::string role;         // "input", "output" or "inout"
 };
 
 // One configuration of a family, loaded on one GPU for one problem. Launching is thread-safe.
@@ -52,19 +66,31 @@ class Kernel {
   const std::string& message() const { return lookup_.message; }
   // The sweep's median for the problem it was tuned for, when it was measured.
   std::optional<double> stored_median_ms() const { return lookup_.median_ms; }
-  // Whether the CUBIN came from the compile cache, and NVRTC's time when it was compiled.
-  bool from_cache() const { return from_cache_; }
+  // The loaded kernel, for launching it some other way (a CUDA graph, cudaLaunchKernelEx).
+  cudaKernel_t handle() const { return kernel_; }
+  // Where the CUBIN came from: "bundle", "cache" (the compile cache) or "compiled" (NVRTC, just now);
+  // NVRTC's time when it was compiled; the wall time kernel() took to find, get and load it.
+  const std::string& source() const { return source_; }
+  bool from_cache() const { return source_ == "cache"; }
   double compile_ms() const { return compile_ms_; }
+  double load_ms() const { return load_ms_; }
   std::array<unsigned, 3> grid() const { return grid_; }
   std::array<unsigned, 3> block() const { return block_; }
   std::size_t dynamic_smem() const { return dynamic_smem_; }
-  // The family's buffers, in the kernel's argument order.
+  // The family's buffers, in the kernel's argument order, with their types and sizes for this problem.
   const std::vector<std::string>& buffers() const { return buffer_names_; }
+  const std::vector<BufferInfo>& buffer_info() const { return buffer_info_; }
+  // The __constant__ symbols the family declares (set them with set_constant before launching).
+  const std::vector<std::string>& constants() const { return constant_names_; }
+  const std::vector<BufferInfo>& constant_info() const { return constant_info_; }  // role is empty
 
   // Launches on `stream` with a device pointer for each of the family's buffers, by name; the problem's
   // scalars are the kernel's own. Throws RuntimeError when a buffer is missing or the launch is refused.
   void launch(const std::map<std::string, void*>& buffers, cudaStream_t stream = nullptr) const;
-  // Copies `bytes` bytes into a __constant__ symbol the family declares (a convolution's mask, say).
+  // The same with the pointers in buffers() order: no lookup by name (the Python binding's path).
+  void launch(const std::vector<void*>& buffers, cudaStream_t stream = nullptr) const;
+  // Copies `bytes` bytes into a __constant__ symbol the family declares (a convolution's mask, say). The
+  // symbol belongs to this kernel's module: set it before launching, and again to change it.
   void set_constant(const std::string& name, const void* data, std::size_t bytes) const;
 
  private:
@@ -78,14 +104,15 @@ class Kernel {
   std::string family_;
   ProblemKey problem_;
   Lookup lookup_;
-  bool from_cache_ = false;
-  double compile_ms_ = 0;
+  std::string source_;
+  double compile_ms_ = 0, load_ms_ = 0;
   cudaLibrary_t library_ = nullptr;
   cudaKernel_t kernel_ = nullptr;
   std::array<unsigned, 3> grid_{1, 1, 1}, block_{1, 1, 1};
   std::size_t dynamic_smem_ = 0;
   std::vector<Arg> args_;
   std::vector<std::string> buffer_names_, constant_names_;
+  std::vector<BufferInfo> buffer_info_, constant_info_;
 };
 
 class Runtime {
@@ -98,7 +125,7 @@ class Runtime {
 
   // The family's best configuration for the current CUDA device and the problem (size "4096x4096x4096",
   // arguments "mask_width=5"), loaded once per device, family and problem; thread-safe. Where nothing was
-  // tuned it is the family's defaults, and match() says so.
+  // tuned it is the family's defaults, and match() says so. Throws RuntimeError (one line) on any failure.
   const Kernel& kernel(const std::string& family, const std::string& size, const std::string& args = "");
 
  private:

@@ -1,0 +1,268 @@
+#include "tiletune/bundle.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "tiletune/device.hpp"
+#include "tiletune/plan.hpp"
+
+namespace tiletune {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kFormat = "tiletune-bundle-1";
+
+std::string first_line(const std::string& text) {
+  const auto end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw BundleError("bundle: cannot write " + path.string());
+}
+
+json usage_json(const ResourceUsage& u) {
+  return {{"registers", u.registers},       {"static_smem", u.static_smem}, {"stack_bytes", u.stack_bytes},
+          {"spill_stores", u.spill_stores}, {"spill_loads", u.spill_loads}, {"barriers", u.barriers}};
+}
+
+ResourceUsage usage_from(const json& j) {
+  ResourceUsage u;
+  u.registers = j.value("registers", 0);
+  u.static_smem = j.value("static_smem", 0);
+  u.stack_bytes = j.value("stack_bytes", 0);
+  u.spill_stores = j.value("spill_stores", 0);
+  u.spill_loads = j.value("spill_loads", 0);
+  u.barriers = j.value("barriers", 0);
+  return u;
+}
+
+// A bundle's file names: the family and architecture, then the compile key's first characters.
+std::string cubin_name(const std::string& family, const std::string& arch, const std::string& key) {
+  std::string safe;
+  for (char c : family) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
+  return safe + "." + arch + "." + key.substr(0, 16) + ".cubin";
+}
+
+bool is_bundle(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "manifest.json");
+  if (!in) return false;
+  const json j = json::parse(in, nullptr, false);
+  return j.is_object() && j.value("format", "") == kFormat;
+}
+
+// The families a family needs to load: itself and the ones its reference names, transitively.
+void needed_families(const std::vector<KernelFamily>& families, const std::string& name,
+                     std::set<std::string>& out) {
+  if (!out.insert(name).second) return;
+  const KernelFamily& f = find_family(families, name);
+  if (!f.reference.from.empty()) needed_families(families, f.reference.from, out);
+  if (f.reference.kind == Reference::Kind::family && !f.reference.family.empty())
+    needed_families(families, f.reference.family, out);
+}
+
+}  // namespace
+
+std::string Bundle::cubin(const BundleEntry& entry) const {
+  const auto path = directory / "cubins" / entry.cubin_file;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BundleError("bundle: cannot read " + path.string());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (bytes.str().empty()) throw BundleError("bundle: " + path.string() + " is empty");
+  return bytes.str();
+}
+
+const BundleEntry* Bundle::find(const std::string& family, const std::string& device_name,
+                                const std::string& arch, const ProblemKey& problem, Match* match) const {
+  const BundleEntry* best = nullptr;
+  std::tuple<int, bool, double> best_rank{3, true, 0.0};  // (tier, differs in shape, distance)
+  for (const auto& e : entries) {
+    if (e.family != family || e.arch != arch) continue;
+    const auto [shape_differs, distance] = problem_distance(e.problem, problem);
+    const bool same_device = e.device_name == device_name;
+    const int tier = same_device ? (e.problem == problem ? 0 : 1) : 2;
+    const std::tuple<int, bool, double> rank{tier, shape_differs, distance};
+    if (!best || rank < best_rank) {
+      best = &e;
+      best_rank = rank;
+    }
+  }
+  if (match)
+    *match = !best                         ? Match::not_found
+             : std::get<0>(best_rank) == 0 ? Match::exact
+             : std::get<0>(best_rank) == 1 ? Match::nearest_size
+                                           : Match::same_arch;
+  return best;
+}
+
+Bundle read_bundle(const std::filesystem::path& directory) {
+  const auto path = directory / "manifest.json";
+  std::ifstream in(path);
+  if (!in)
+    throw BundleError("bundle: no " + path.string() + " (write one with tiletune export --format bundle)");
+  try {
+    const json j = json::parse(in);
+    if (!j.is_object() || j.value("format", "") != kFormat)
+      throw BundleError("bundle: " + path.string() + " is not a " + kFormat + " manifest");
+    Bundle b;
+    b.directory = directory;
+    b.tiletune_version = j.value("tiletune", "");
+    b.git_sha = j.value("commit", "");
+    b.created_at = j.value("created_at", "");
+    for (const auto& e : j.at("entries")) {
+      BundleEntry entry;
+      entry.family = e.at("family").get<std::string>();
+      entry.device_name = e.at("device").get<std::string>();
+      entry.arch = e.at("arch").get<std::string>();
+      entry.problem.dims = parse_size_text(e.at("size").get<std::string>());
+      entry.problem.args = parse_args_text(e.value("args", ""));
+      entry.params = e.at("params").get<Params>();
+      if (e.contains("median_ms") && e["median_ms"].is_number())
+        entry.median_ms = e["median_ms"].get<double>();
+      if (e.contains("metric") && e["metric"].is_number()) entry.metric = e["metric"].get<double>();
+      entry.metric_unit = e.value("metric_unit", "");
+      entry.template_hash = e.at("template_hash").get<std::string>();
+      entry.sweep_id = e.value("sweep", std::int64_t{0});
+      entry.cubin_file = e.at("cubin").get<std::string>();
+      entry.symbol = e.at("symbol").get<std::string>();
+      if (entry.cubin_file.empty() || entry.cubin_file.find('/') != std::string::npos ||
+          entry.cubin_file.find("..") != std::string::npos)
+        throw BundleError("bundle: " + path.string() + ": bad CUBIN file name '" + entry.cubin_file + "'");
+      entry.usage = usage_from(e.value("usage", json::object()));
+      b.entries.push_back(std::move(entry));
+    }
+    return b;
+  } catch (const BundleError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw BundleError("bundle: " + path.string() + " is malformed: " + first_line(e.what()));
+  }
+}
+
+BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& families,
+                           const std::filesystem::path& directory, const std::string& family_filter,
+                           const std::string& device_filter, const CompileCache& cache) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(directory, ec) && !fs::is_empty(directory, ec) && !is_bundle(directory))
+    throw BundleError("bundle: " + directory.string() + " exists and is not a bundle: name a new folder");
+  // Written beside the target and renamed into place, so that a failed export leaves the old bundle whole.
+  const fs::path staging = directory.string() + ".tmp." + std::to_string(::getpid());
+  fs::remove_all(staging, ec);
+  if (!fs::create_directories(staging / "cubins", ec) || ec)
+    throw BundleError("bundle: cannot create " + staging.string() + ": " + ec.message());
+  BundleSummary summary;
+  try {
+    json entries = json::array();
+    std::set<std::string> cubins, wanted_families;
+    for (const auto& best : store.best_per_problem(family_filter, device_filter)) {
+      const std::string what =
+          best.family + " on " + best.device_name + " at " +
+          (best.args_text.empty() ? best.size_text : best.size_text + " " + best.args_text);
+      const KernelFamily* family = nullptr;
+      for (const auto& f : families)
+        if (f.name == best.family) family = &f;
+      if (!family) {
+        summary.skipped.push_back(what + ": the family is not known here");
+        continue;
+      }
+      const auto sweep = store.sweep(best.result.sweep_id);
+      if (!sweep) continue;
+      if (sweep->template_hash != family->template_hash) {
+        summary.skipped.push_back(what + ": the family changed since it was tuned (sweep " +
+                                  std::to_string(sweep->id) + ")");
+        continue;
+      }
+      DeviceLimits device;
+      try {
+        device = device_from_json(sweep->device.properties_json);
+      } catch (const std::exception& e) {
+        summary.skipped.push_back(what + ": the stored device cannot be read: " + first_line(e.what()));
+        continue;
+      }
+      const Params& params = best.result.record.params;
+      const CompileJob job = compile_job(*family, device, params);
+      const std::string key = cache.key(job);
+      std::optional<CompileResult> compiled = cache.enabled() ? cache.load(key) : std::nullopt;
+      if (!compiled) {
+        compiled = compile(job);
+        ++summary.compiled;
+        if (cache.enabled()) cache.store(key, *compiled);
+      }
+      if (const auto* error = std::get_if<CompileError>(&*compiled)) {
+        summary.skipped.push_back(what + ": does not compile: " + first_line(error->log));
+        continue;
+      }
+      const auto& kernel = std::get<CompiledKernel>(*compiled);
+      const std::string file = cubin_name(family->name, job.arch, key);
+      if (cubins.insert(file).second) write_file(staging / "cubins" / file, kernel.cubin);
+      const auto& r = best.result.record;
+      json e = {{"family", best.family},
+                {"device", best.device_name},
+                {"arch", best.arch},
+                {"size", best.size_text},
+                {"args", best.args_text},
+                {"params", params},
+                {"median_ms", r.median_ms ? json(*r.median_ms) : json()},
+                {"metric", r.metric ? json(*r.metric) : json()},
+                {"metric_unit", r.metric_unit},
+                {"template_hash", family->template_hash},
+                {"sweep", best.result.sweep_id},
+                {"cubin", file},
+                {"symbol", kernel.lowered_name.empty() ? family->kernel : kernel.lowered_name},
+                {"usage", usage_json(kernel.usage)}};
+      entries.push_back(std::move(e));
+      needed_families(families, family->name, wanted_families);
+    }
+    if (entries.empty())
+      throw BundleError("bundle: nothing to write: no ok result in the database matches" +
+                        (summary.skipped.empty() ? std::string()
+                                                 : " and can be bundled (" + summary.skipped.front() + ")"));
+    fs::create_directories(staging / "families", ec);
+    for (const auto& name : wanted_families) {
+      const KernelFamily& f = find_family(families, name);
+      fs::copy(f.directory, staging / "families" / name, fs::copy_options::recursive, ec);
+      if (ec) throw BundleError("bundle: cannot copy " + f.directory.string() + ": " + ec.message());
+    }
+    const json manifest = {{"format", kFormat},
+                           {"tiletune", TILETUNE_VERSION},
+                           {"commit", TILETUNE_GIT_SHA},
+                           {"created_at", utc_now()},
+                           {"entries", entries}};
+    write_file(staging / "manifest.json", manifest.dump(2) + "\n");
+    summary.entries = static_cast<int>(entries.size());
+    summary.cubins = static_cast<int>(cubins.size());
+    fs::remove_all(directory, ec);
+    fs::rename(staging, directory, ec);
+    if (ec) throw BundleError("bundle: cannot move it into " + directory.string() + ": " + ec.message());
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  return summary;
+}
+
+}  // namespace tiletune
