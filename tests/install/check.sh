@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, builds tests/install against it with find_package(tiletune),
-# and runs it on an empty database and on a missing one.
+# and runs the client's consumer on an empty database and on a missing one, and the runtime's on a missing
+# bundle (one error line). The runtime's consumer links neither NVRTC nor the driver library.
 set -euo pipefail
 build_dir=$1
 source_dir=$(cd "$(dirname "$0")" && pwd)
@@ -19,3 +20,16 @@ rc=$?
 set -e
 echo "$missing"
 [ $rc -eq 1 ] && [[ $missing == error:* ]]
+
+needed=$(readelf -d "$work/build/runtime_consumer" | grep NEEDED || true)
+echo "$needed"
+if grep -q -E 'libnvrtc|libcuda\.so' <<<"$needed"; then
+  echo "runtime_consumer links NVRTC or the driver library" >&2
+  exit 1
+fi
+set +e
+bundle_missing=$("$work/build/runtime_consumer" "$work/no-bundle")
+rc=$?
+set -e
+echo "$bundle_missing"
+[ $rc -eq 1 ] && [[ $bundle_missing == error:*"no $work/no-bundle/manifest.json"* ]]

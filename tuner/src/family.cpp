@@ -796,8 +796,18 @@ std::vector<KernelFamily> load_families(const std::vector<std::filesystem::path>
   return out;
 }
 
+namespace {
+std::filesystem::path& builtin_override() {
+  static std::filesystem::path dir;
+  return dir;
+}
+}  // namespace
+
+void set_builtin_templates_dir(const std::filesystem::path& directory) { builtin_override() = directory; }
+
 std::filesystem::path builtin_templates_dir() {
   if (const char* env = std::getenv("TILETUNE_TEMPLATES"); env && *env) return env;
+  if (!builtin_override().empty()) return builtin_override();
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -807,6 +817,7 @@ std::filesystem::path builtin_templates_dir() {
       if (std::filesystem::is_directory(dir / "kernel_templates")) return dir / "kernel_templates";
     }
   }
+  if (std::filesystem::is_directory(TILETUNE_INSTALL_TEMPLATES, ec)) return TILETUNE_INSTALL_TEMPLATES;
   return TILETUNE_SOURCE_TEMPLATES;
 }
 

@@ -191,9 +191,12 @@ KernelFamily load_family(const std::filesystem::path& directory);
 // first malformed family.
 std::vector<KernelFamily> load_families(const std::vector<std::filesystem::path>& roots);
 
-// The built-in families' folder: $TILETUNE_TEMPLATES, else next to the executable
-// (../share/tiletune/kernel_templates), else the source tree's kernel_templates.
+// The built-in families' folder: $TILETUNE_TEMPLATES, else the one set_builtin_templates_dir named, else next
+// to the executable (../share/tiletune/kernel_templates), else the installed one, else the source tree's.
 std::filesystem::path builtin_templates_dir();
+// Makes builtin_templates_dir() answer `directory` (TILETUNE_TEMPLATES still comes first): for programs that
+// carry the families elsewhere, such as the Python package.
+void set_builtin_templates_dir(const std::filesystem::path& directory);
 
 const KernelFamily& find_family(const std::vector<KernelFamily>& families, const std::string& name);
 
