@@ -76,7 +76,8 @@ nb::dict lookup(const std::filesystem::path& database, const std::string& family
   return d;
 }
 
-nb::dict sweep_dict(const SweepInfo& s) {
+// What a sweep's record and each of its results' records say of the sweep.
+nb::dict sweep_fields(const SweepInfo& s) {
   nb::dict d;
   d["sweep"] = s.id;
   d["family"] = s.family;
@@ -84,6 +85,11 @@ nb::dict sweep_dict(const SweepInfo& s) {
   d["arch"] = s.device.arch;
   d["size"] = s.problem.size_text();
   d["args"] = s.problem.args_text();
+  return d;
+}
+
+nb::dict sweep_dict(const SweepInfo& s) {
+  nb::dict d = sweep_fields(s);
   d["kind"] = s.kind;
   d["strategy"] = s.strategy;
   d["status"] = s.status;
@@ -119,13 +125,7 @@ nb::list results(const std::filesystem::path& database, const std::string& famil
     if (s.kind != "sweep") continue;
     for (const auto& r : store.results(s.id, limit)) {
       const ResultRecord& rec = r.record;
-      nb::dict d;
-      d["sweep"] = s.id;
-      d["family"] = s.family;
-      d["device"] = s.device.name;
-      d["arch"] = s.device.arch;
-      d["size"] = s.problem.size_text();
-      d["args"] = s.problem.args_text();
+      nb::dict d = sweep_fields(s);
       d["params"] = params_dict(rec.params);
       d["outcome"] = std::string(to_string(rec.outcome));
       d["reason"] = rec.reason;

@@ -9,6 +9,7 @@
 
 #include "../test_paths.hpp"
 #include "tiletune/device.hpp"
+#include "tiletune/plan.hpp"
 #include "tiletune/runtime.hpp"
 
 using namespace tiletune;
@@ -21,16 +22,7 @@ const KernelFamily& builtin(const std::vector<KernelFamily>& families, const std
 }
 
 SweepSpec spec_for(const KernelFamily& f, const DeviceLimits& device, const ProblemKey& problem) {
-  SweepSpec s;
-  s.family = f.name;
-  s.template_hash = f.template_hash;
-  s.family_json = f.description_json;
-  s.space_hash = f.space_hash();
-  s.device = device.record();
-  s.problem = problem;
-  s.tiletune_version = "test";
-  s.git_sha = "test";
-  return s;
+  return sweep_spec(f, device, problem, "sweep", "brute_force");
 }
 
 ResultRecord ok_result(const Params& params, double median_ms) {
