@@ -137,6 +137,45 @@ TEST(Bundle, HoldsEachProblemsBestCompiledAndLeavesOutWhatItCannotVouchFor) {
   EXPECT_EQ(read_bundle(out).entries.size(), 2u);  // a failed export leaves the old bundle
 }
 
+TEST(Bundle, TakesTheFastestMeasuredOnTheTemplateAsItIsNow) {
+  TunedDatabase t;
+  const KernelFamily& gemm = builtin(t.families, "gemm_tiled");
+  // An older template's sweep is faster; the one on the template as it is now wins the bundle all the same.
+  Params old_params = gemm.default_params();
+  old_params["BLOCK_Y"] = 8;
+  old_params["TILE_K"] = 8;
+  SweepSpec old = spec_for(gemm, t.h100, {{1000, 1000, 1000}, {}});
+  old.template_hash = "0000";
+  Store::open(t.db).add_sweep(old, {ok_result(old_params, 0.1)});
+  const auto out = t.dir.path / "bundle";
+  const BundleSummary summary = write_bundle(Store::open(t.db, Store::Mode::read_only), t.families, out,
+                                             "gemm_tiled", "", CompileCache(t.dir.path / "cache"));
+  EXPECT_EQ(summary.entries, 2);
+  EXPECT_TRUE(summary.skipped.empty()) << summary.skipped.front();
+  const Bundle b = read_bundle(out);
+  EXPECT_EQ(b.entries[0].params, t.fast);
+  EXPECT_EQ(*b.entries[0].median_ms, 1.0);
+}
+
+TEST(Bundle, AFolderNamedWithASlashIsReplacedWholeAndNothingElseIsWrittenOver) {
+  TunedDatabase t;
+  const CompileCache cache(t.dir.path / "cache");
+  const auto write = [&](const std::filesystem::path& out) {
+    return write_bundle(Store::open(t.db, Store::Mode::read_only), t.families, out, "", "", cache);
+  };
+  const std::string slashed = (t.dir.path / "bundle").string() + "/";
+  EXPECT_EQ(write(slashed).entries, 2);
+  EXPECT_EQ(write(slashed).entries, 2);  // the second export replaces the first
+  EXPECT_EQ(read_bundle(t.dir.path / "bundle").entries.size(), 2u);
+  for (const auto& e : std::filesystem::directory_iterator(t.dir.path))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();  // no leftovers
+  const auto file = t.dir.path / "empty-file";
+  std::ofstream(file).close();
+  EXPECT_THROW(write(file), BundleError);
+  EXPECT_TRUE(std::filesystem::is_regular_file(file));
+  EXPECT_THROW(write("/"), BundleError);
+}
+
 TEST(Bundle, RefusesWhatIsNotOneInOneLine) {
   TunedDatabase t;
   const CompileCache cache(t.dir.path / "cache");

@@ -70,14 +70,14 @@ bool is_bundle(const std::filesystem::path& dir) {
   std::ifstream in(dir / "manifest.json");
   if (!in) return false;
   const json j = json::parse(in, nullptr, false);
-  return j.is_object() && j.value("format", "") == kFormat;
+  return j.is_object() && j.contains("format") && j["format"].is_string() && j["format"] == kFormat;
 }
 
 // The families a family needs to load: itself and the ones its reference names, transitively.
 void needed_families(const std::vector<KernelFamily>& families, const std::string& name,
                      std::set<std::string>& out) {
   if (!out.insert(name).second) return;
-  const KernelFamily& f = find_family(families, name);
+  const KernelFamily& f = find_family(families, name);  // loaded together, so references resolve
   if (!f.reference.from.empty()) needed_families(families, f.reference.from, out);
   if (f.reference.kind == Reference::Kind::family && !f.reference.family.empty())
     needed_families(families, f.reference.family, out);
@@ -115,6 +115,20 @@ const BundleEntry* Bundle::find(const std::string& family, const std::string& de
              : std::get<0>(best_rank) == 0 ? Match::exact
              : std::get<0>(best_rank) == 1 ? Match::nearest_size
                                            : Match::same_arch;
+  return best;
+}
+
+std::optional<StoredResult> best_with_template(const Store& store, const std::string& family,
+                                              const std::string& device_name, const ProblemKey& problem,
+                                              const std::string& template_hash) {
+  std::optional<StoredResult> best;
+  for (const auto& s : store.sweeps(family, device_name, problem)) {
+    if (s.kind != "sweep" || s.template_hash != template_hash || s.device.name != device_name) continue;
+    for (auto& r : store.results(s.id, 1))
+      if (r.record.outcome == Outcome::ok && r.record.median_ms &&
+          (!best || *r.record.median_ms < *best->record.median_ms))
+        best = std::move(r);
+  }
   return best;
 }
 
@@ -167,10 +181,20 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
                            const std::string& device_filter, const CompileCache& cache) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(directory, ec) && !fs::is_empty(directory, ec) && !is_bundle(directory))
+  // "out/", "./out" and "out" are one folder; the staging folder goes beside it, never inside.
+  fs::path target = fs::absolute(directory, ec).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();
+  const std::string folder = target.filename().string();
+  if (ec || folder.empty() || folder == "." || folder == ".." || target == target.root_path())
+    throw BundleError("bundle: " + directory.string() + " cannot be a bundle's folder: name a new folder");
+  if (fs::exists(fs::symlink_status(target, ec)) &&
+      (!fs::is_directory(target, ec) || (!fs::is_empty(target, ec) && !is_bundle(target))))
     throw BundleError("bundle: " + directory.string() + " exists and is not a bundle: name a new folder");
-  // Written beside the target and renamed into place, so that a failed export leaves the old bundle whole.
-  const fs::path staging = directory.string() + ".tmp." + std::to_string(::getpid());
+  // Written beside the target and renamed into place; the old bundle is moved aside first and removed only
+  // once the new one is in place, so that a failed export leaves it whole.
+  const std::string pid = std::to_string(::getpid());
+  const fs::path staging = target.parent_path() / (folder + ".tmp." + pid);
+  const fs::path old = target.parent_path() / (folder + ".old." + pid);
   fs::remove_all(staging, ec);
   if (!fs::create_directories(staging / "cubins", ec) || ec)
     throw BundleError("bundle: cannot create " + staging.string() + ": " + ec.message());
@@ -189,11 +213,20 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
         summary.skipped.push_back(what + ": the family is not known here");
         continue;
       }
-      const auto sweep = store.sweep(best.result.sweep_id);
-      if (!sweep) continue;
-      if (sweep->template_hash != family->template_hash) {
-        summary.skipped.push_back(what + ": the family changed since it was tuned (sweep " +
-                                  std::to_string(sweep->id) + ")");
+      // The fastest result measured on the family as it is now (an older template's may be faster).
+      std::optional<StoredResult> chosen = best.result;
+      auto sweep = store.sweep(best.result.sweep_id);
+      if (sweep && sweep->template_hash != family->template_hash) {
+        chosen = best_with_template(store, best.family, best.device_name, sweep->problem, family->template_hash);
+        if (!chosen) {
+          summary.skipped.push_back(what + ": the family changed since it was tuned (sweep " +
+                                    std::to_string(sweep->id) + ")");
+          continue;
+        }
+        sweep = store.sweep(chosen->sweep_id);
+      }
+      if (!sweep) {
+        summary.skipped.push_back(what + ": its sweep is not in the database");
         continue;
       }
       DeviceLimits device;
@@ -203,7 +236,7 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
         summary.skipped.push_back(what + ": the stored device cannot be read: " + first_line(e.what()));
         continue;
       }
-      const Params& params = best.result.record.params;
+      const Params& params = chosen->record.params;
       const CompileJob job = compile_job(*family, device, params);
       const std::string key = cache.key(job);
       std::optional<CompileResult> compiled = cache.enabled() ? cache.load(key) : std::nullopt;
@@ -219,7 +252,7 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
       const auto& kernel = std::get<CompiledKernel>(*compiled);
       const std::string file = cubin_name(family->name, job.arch, key);
       if (cubins.insert(file).second) write_file(staging / "cubins" / file, kernel.cubin);
-      const auto& r = best.result.record;
+      const auto& r = chosen->record;
       json e = {{"family", best.family},
                 {"device", best.device_name},
                 {"arch", best.arch},
@@ -230,12 +263,16 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
                 {"metric", r.metric ? json(*r.metric) : json()},
                 {"metric_unit", r.metric_unit},
                 {"template_hash", family->template_hash},
-                {"sweep", best.result.sweep_id},
+                {"sweep", chosen->sweep_id},
                 {"cubin", file},
                 {"symbol", kernel.lowered_name.empty() ? family->kernel : kernel.lowered_name},
                 {"usage", usage_json(kernel.usage)}};
       entries.push_back(std::move(e));
-      needed_families(families, family->name, wanted_families);
+      try {
+        needed_families(families, family->name, wanted_families);
+      } catch (const FamilyError& e) {
+        throw BundleError("bundle: " + family->name + ": " + first_line(e.what()));
+      }
     }
     if (entries.empty())
       throw BundleError("bundle: nothing to write: no ok result in the database matches" +
@@ -255,9 +292,18 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
     write_file(staging / "manifest.json", manifest.dump(2) + "\n");
     summary.entries = static_cast<int>(entries.size());
     summary.cubins = static_cast<int>(cubins.size());
-    fs::remove_all(directory, ec);
-    fs::rename(staging, directory, ec);
-    if (ec) throw BundleError("bundle: cannot move it into " + directory.string() + ": " + ec.message());
+    const bool replacing = fs::exists(fs::symlink_status(target, ec));
+    if (replacing) {
+      fs::rename(target, old, ec);
+      if (ec) throw BundleError("bundle: cannot move the old bundle aside (" + old.string() + "): " + ec.message());
+    }
+    fs::rename(staging, target, ec);
+    if (ec) {
+      const std::string why = ec.message();
+      if (replacing) fs::rename(old, target, ec);
+      throw BundleError("bundle: cannot move it into " + target.string() + ": " + why);
+    }
+    if (replacing) fs::remove_all(old, ec);
   } catch (...) {
     fs::remove_all(staging, ec);
     throw;

@@ -291,7 +291,8 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
 }
 
 void CompileCache::store(const std::string& key, const CompileResult& result) const {
-  if (!enabled()) return;
+  // Without a usable NVRTC nothing was compiled: there is no outcome to remember.
+  if (!enabled() || !nvrtc().error.empty()) return;
   json meta;
   if (const auto* k = std::get_if<CompiledKernel>(&result)) {
     if (!write_atomic(dir_ / (key + ".cubin"), k->cubin)) return;

@@ -53,6 +53,13 @@ void Kernel::launch(const std::vector<void*>& buffers, cudaStream_t stream) cons
   if (buffers.size() != buffer_names_.size())
     throw RuntimeError(family_ + ": " + std::to_string(buffers.size()) + " buffers given, the kernel takes " +
                        std::to_string(buffer_names_.size()));
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != device_) {
+    cudaGetLastError();
+    throw RuntimeError(family_ + ": loaded on GPU " + std::to_string(device_) + ", and the current device is " +
+                       (current < 0 ? std::string("unknown") : "GPU " + std::to_string(current)) +
+                       ": make it current (cudaSetDevice) or ask the runtime for this GPU's kernel");
+  }
   std::vector<std::uint64_t> storage(args_.size());
   std::vector<void*> slots(args_.size());
   std::size_t next = 0;
@@ -83,7 +90,8 @@ void Kernel::launch(const std::map<std::string, void*>& buffers, cudaStream_t st
   launch(ordered, stream);
 }
 
-void Kernel::set_constant(const std::string& name, const void* data, std::size_t bytes) const {
+void Kernel::set_constant(const std::string& name, const void* data, std::size_t bytes,
+                          cudaStream_t stream) const {
   if (std::find(constant_names_.begin(), constant_names_.end(), name) == constant_names_.end())
     throw RuntimeError(family_ + " declares no constant '" + name + "'");
   void* symbol = nullptr;
@@ -92,7 +100,7 @@ void Kernel::set_constant(const std::string& name, const void* data, std::size_t
   if (bytes > size)
     throw RuntimeError(family_ + ": __constant__ " + name + " holds " + std::to_string(size) +
                        " bytes, not " + std::to_string(bytes));
-  check(cudaMemcpy(symbol, data, bytes, cudaMemcpyHostToDevice), family_ + ": constant " + name);
+  check(cudaMemcpyAsync(symbol, data, bytes, cudaMemcpyHostToDevice, stream), family_ + ": constant " + name);
 }
 
 struct Runtime::State {
@@ -158,6 +166,7 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
   std::unique_ptr<Kernel> k(new Kernel());
   k->family_ = family_name;
   k->problem_ = problem;
+  k->device_ = device.ordinal;
   std::optional<CompileResult> compiled;
   if (bundled) {
     Match match = Match::not_found;
@@ -200,16 +209,26 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
     }
     k->lookup_ =
         st.client->best(Query{family_name, device.name, device.arch(), problem}, family->default_params());
-    // A configuration tuned on another template is not the kernel that was measured.
+    // A configuration tuned on another template is not the kernel that was measured: the fastest one
+    // measured on the template as it is now serves, and where there is none the family is refused.
     if (k->lookup_.match != Match::not_found) {
       try {
         const Store store = Store::open(st.options.database, Store::Mode::read_only);
         const auto best = store.best(family_name, k->lookup_.device_name, k->lookup_.problem);
         const auto sweep = best ? store.sweep(best->sweep_id) : std::nullopt;
-        if (sweep && sweep->template_hash != family->template_hash)
-          throw RuntimeError(family_name + " changed since it was tuned (template hash " +
-                             sweep->template_hash + " in sweep " + std::to_string(sweep->id) + ", now " +
-                             family->template_hash + "): sweep it again");
+        if (sweep && sweep->template_hash != family->template_hash) {
+          const auto current = best_with_template(store, family_name, k->lookup_.device_name,
+                                                  k->lookup_.problem, family->template_hash);
+          if (!current)
+            throw RuntimeError(family_name + " changed since it was tuned (template hash " +
+                               sweep->template_hash + " in sweep " + std::to_string(sweep->id) + ", now " +
+                               family->template_hash + "): sweep it again");
+          k->lookup_.params = current->record.params;
+          k->lookup_.median_ms = current->record.median_ms;
+          k->lookup_.metric = current->record.metric;
+          k->lookup_.message += " (the fastest on the template as it is now, sweep " +
+                                std::to_string(current->sweep_id) + ")";
+        }
       } catch (const StoreError& e) {
         throw RuntimeError(first_line(e.what()));
       }

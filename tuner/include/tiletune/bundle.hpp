@@ -54,6 +54,12 @@ struct Bundle {
                           const ProblemKey& problem, Match* match) const;
 };
 
+// The fastest ok result for (family, device name, problem) among the sweeps run on the template whose hash
+// is `template_hash` (the family as it is now), if any.
+std::optional<StoredResult> best_with_template(const Store& store, const std::string& family,
+                                              const std::string& device_name, const ProblemKey& problem,
+                                              const std::string& template_hash);
+
 // Reads manifest.json; throws BundleError (one line) when the folder is no bundle or the manifest is
 // malformed.
 Bundle read_bundle(const std::filesystem::path& directory);
@@ -64,9 +70,9 @@ struct BundleSummary {
 };
 
 // Writes the best configuration of every (family, device, problem) in `store` that the filters select into
-// `directory` (created; an existing bundle there is replaced, any other non-empty folder refused). A
-// configuration whose family is unknown or changed since it was tuned, or that no longer compiles, is left
-// out and reported. Compiles through `cache`.
+// `directory` (created; an existing bundle there is replaced, anything else but an empty folder refused),
+// measured on the family as it is now. A problem whose family is unknown, or was tuned only on another
+// template, or whose configuration no longer compiles, is left out and reported. Compiles through `cache`.
 BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& families,
                            const std::filesystem::path& directory, const std::string& family_filter,
                            const std::string& device_filter, const CompileCache& cache);

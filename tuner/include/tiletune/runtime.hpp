@@ -89,9 +89,13 @@ class Kernel {
   void launch(const std::map<std::string, void*>& buffers, cudaStream_t stream = nullptr) const;
   // The same with the pointers in buffers() order: no lookup by name (the Python binding's path).
   void launch(const std::vector<void*>& buffers, cudaStream_t stream = nullptr) const;
-  // Copies `bytes` bytes into a __constant__ symbol the family declares (a convolution's mask, say). The
-  // symbol belongs to this kernel's module: set it before launching, and again to change it.
-  void set_constant(const std::string& name, const void* data, std::size_t bytes) const;
+  // Copies `bytes` bytes into a __constant__ symbol the family declares (a convolution's mask, say), ordered
+  // on `stream` like a launch. The symbol belongs to this kernel's module, which serves every caller of this
+  // family and problem on this GPU: set it before the launches that read it, on their stream.
+  void set_constant(const std::string& name, const void* data, std::size_t bytes,
+                    cudaStream_t stream = nullptr) const;
+  // The CUDA device (ordinal) it was loaded on: launches need it to be the current device.
+  int device() const { return device_; }
 
  private:
   friend class Runtime;
@@ -105,6 +109,7 @@ class Kernel {
   ProblemKey problem_;
   Lookup lookup_;
   std::string source_;
+  int device_ = 0;
   double compile_ms_ = 0, load_ms_ = 0;
   cudaLibrary_t library_ = nullptr;
   cudaKernel_t kernel_ = nullptr;
