@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tiletune/bundle.hpp"
 #include "tiletune/client.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/runtime.hpp"
@@ -169,7 +170,21 @@ nb::list info_list(const std::vector<runtime::BufferInfo>& infos) {
 
 NB_MODULE(_tiletune, m) {
   m.doc() = "tiletune's native module: lookups, stored results and the runtime (use the tiletune package)";
-  nb::exception<runtime::RuntimeError>(m, "Error", PyExc_RuntimeError);
+  static nb::exception<runtime::RuntimeError> error(m, "Error", PyExc_RuntimeError);
+  // The store's, the bundle's and the families' errors are tiletune.Error too.
+  nb::register_exception_translator(
+      [](const std::exception_ptr& p, void* payload) {
+        try {
+          std::rethrow_exception(p);
+        } catch (const StoreError& e) {
+          PyErr_SetString(static_cast<PyObject*>(payload), e.what());
+        } catch (const BundleError& e) {
+          PyErr_SetString(static_cast<PyObject*>(payload), e.what());
+        } catch (const FamilyError& e) {
+          PyErr_SetString(static_cast<PyObject*>(payload), e.what());
+        }
+      },
+      error.ptr());
 
   m.def("lookup", &lookup, "database"_a, "family"_a, "device"_a, "arch"_a, "size"_a, "args"_a = "",
         "The best configuration for (family, device, problem) with the client's fallbacks, as a dict.");
@@ -184,6 +199,7 @@ NB_MODULE(_tiletune, m) {
 
   nb::class_<runtime::Kernel>(m, "Kernel")
       .def_prop_ro("family", &runtime::Kernel::family)
+      .def_prop_ro("device", &runtime::Kernel::device)
       .def_prop_ro("size", [](const runtime::Kernel& k) { return k.problem().size_text(); })
       .def_prop_ro("args", [](const runtime::Kernel& k) { return k.problem().args_text(); })
       .def_prop_ro("params", [](const runtime::Kernel& k) { return params_dict(k.params()); })
@@ -209,10 +225,10 @@ NB_MODULE(_tiletune, m) {
           "pointers"_a, "stream"_a)
       .def(
           "_set_constant",
-          [](const runtime::Kernel& k, const std::string& name, nb::bytes data) {
-            k.set_constant(name, data.c_str(), data.size());
+          [](const runtime::Kernel& k, const std::string& name, nb::bytes data, std::uintptr_t stream) {
+            k.set_constant(name, data.c_str(), data.size(), reinterpret_cast<cudaStream_t>(stream));
           },
-          "name"_a, "data"_a);
+          "name"_a, "data"_a, "stream"_a = 0);
 
   nb::class_<runtime::Runtime>(m, "Runtime")
       .def(

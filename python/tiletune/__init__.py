@@ -14,6 +14,7 @@ Stored results come back as plain records (dicts), ready for ``pandas.json_norma
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -73,7 +74,17 @@ def results(
 _TORCH_TYPES: Dict[Any, str] = {}
 
 
-def _torch_pointer(name: str, tensor: Any, info: Mapping[str, Any]) -> int:
+def _is_torch(array: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(array, torch.Tensor)
+
+
+def _is_cupy(array: Any) -> bool:
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(array, cupy.ndarray)
+
+
+def _torch_pointer(name: str, tensor: Any, info: Mapping[str, Any], device: Optional[int] = None) -> int:
     """A PyTorch tensor's pointer, checked through its own attributes (cheaper than the interface dict)."""
     if not _TORCH_TYPES:
         import torch
@@ -85,6 +96,8 @@ def _torch_pointer(name: str, tensor: Any, info: Mapping[str, Any]) -> int:
             _TORCH_TYPES[torch.uint32] = "uint32"
     if not tensor.is_cuda:
         raise Error(f"buffer {name}: the tensor is on {tensor.device}, not on a CUDA device")
+    if device is not None and tensor.device.index != device:
+        raise Error(f"buffer {name}: the tensor is on {tensor.device}, the kernel was loaded on cuda:{device}")
     if _TORCH_TYPES.get(tensor.dtype) != info["type"]:
         raise Error(f"buffer {name}: the kernel takes {info['type']}, the tensor holds {tensor.dtype}")
     if not tensor.is_contiguous():
@@ -95,13 +108,13 @@ def _torch_pointer(name: str, tensor: Any, info: Mapping[str, Any]) -> int:
     return tensor.data_ptr()
 
 
-def _pointer_of(name: str, array: Any, info: Mapping[str, Any]) -> int:
+def _pointer_of(name: str, array: Any, info: Mapping[str, Any], device: Optional[int] = None) -> int:
     """The device pointer of a CuPy array, a PyTorch tensor or any object with __cuda_array_interface__,
     after checking its type, its size and that it is contiguous; an int is taken as a pointer as it is."""
     if isinstance(array, int):
         return array
-    if type(array).__module__.startswith("torch"):
-        return _torch_pointer(name, array, info)
+    if _is_torch(array):
+        return _torch_pointer(name, array, info, device)
     cai = getattr(array, "__cuda_array_interface__", None)
     if cai is None:
         raise Error(f"buffer {name}: {type(array).__name__} is not a CUDA array (no __cuda_array_interface__)")
@@ -133,15 +146,10 @@ def _stream_of(arrays: Sequence[Any]) -> int:
     """The current stream of the arrays' framework: PyTorch's for a tensor, CuPy's for a CuPy array, else
     the default stream."""
     for array in arrays:
-        module = type(array).__module__.split(".")[0]
-        if module == "torch":
-            import torch
-
-            return int(torch.cuda.current_stream(array.device).cuda_stream)
-        if module == "cupy":
-            import cupy
-
-            return int(cupy.cuda.get_current_stream().ptr)
+        if _is_torch(array):
+            return int(sys.modules["torch"].cuda.current_stream(array.device).cuda_stream)
+        if _is_cupy(array):
+            return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
     return 0
 
 
@@ -172,6 +180,8 @@ class Kernel:
         self._names = [b["name"] for b in self._buffers]
 
     family: str = property(lambda self: self._native.family)  # type: ignore[assignment]
+    device: int = property(lambda self: self._native.device)  # type: ignore[assignment]
+    """The CUDA device it was loaded on (the current one when it was asked for)."""
     size: str = property(lambda self: self._native.size)  # type: ignore[assignment]
     args: str = property(lambda self: self._native.args)  # type: ignore[assignment]
     params: Dict[str, int] = property(lambda self: self._native.params)  # type: ignore[assignment]
@@ -199,9 +209,11 @@ class Kernel:
         """The __constant__ symbols it declares: name, type, element_bytes, count."""
         return [dict(c) for c in self._native.constant_info]
 
-    def set_constant(self, name: str, values: Any) -> None:
-        """Copies host values (anything ``bytes()`` or numpy can take, e.g. a list of floats for a float
-        constant) into the family's __constant__ symbol ``name``, such as a convolution's mask."""
+    def set_constant(self, name: str, values: Any, stream: Any = None) -> None:
+        """Copies host values (bytes, or anything numpy can take, e.g. a list of floats for a float constant)
+        into the family's __constant__ symbol ``name``, such as a convolution's mask, ordered on ``stream``
+        (a handle, or a torch or CuPy stream; default: the legacy default stream). The symbol is shared by
+        every caller of this family and problem on this GPU: set it before the launches that read it."""
         if isinstance(values, (bytes, bytearray, memoryview)):
             data = bytes(values)
         else:
@@ -216,7 +228,7 @@ class Kernel:
             if dtype is None:
                 raise Error(f"{self.family}: give constant {name} ({info['type']}) as bytes")
             data = numpy.ascontiguousarray(values, dtype=dtype).tobytes()
-        self._native._set_constant(name, data)
+        self._native._set_constant(name, data, 0 if stream is None else _stream_handle(stream))
 
     def __call__(self, *arrays: Any, stream: Any = None, **named: Any) -> None:
         if arrays and named:
@@ -232,7 +244,8 @@ class Kernel:
         if len(arrays) != len(self._names):
             raise Error(f"{self.family}: {len(arrays)} arrays given, the kernel takes {len(self._names)} "
                         f"({', '.join(self._names)})")
-        pointers = [_pointer_of(n, a, b) for n, a, b in zip(self._names, arrays, self._buffers)]
+        device = self._native.device
+        pointers = [_pointer_of(n, a, b, device) for n, a, b in zip(self._names, arrays, self._buffers)]
         handle = _stream_of(arrays) if stream is None else _stream_handle(stream)
         self._native._launch(pointers, handle)
 
