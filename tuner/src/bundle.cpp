@@ -119,8 +119,8 @@ const BundleEntry* Bundle::find(const std::string& family, const std::string& de
 }
 
 std::optional<StoredResult> best_with_template(const Store& store, const std::string& family,
-                                              const std::string& device_name, const ProblemKey& problem,
-                                              const std::string& template_hash) {
+                                               const std::string& device_name, const ProblemKey& problem,
+                                               const std::string& template_hash) {
   std::optional<StoredResult> best;
   for (const auto& s : store.sweeps(family, device_name, problem)) {
     if (s.kind != "sweep" || s.template_hash != template_hash || s.device.name != device_name) continue;
@@ -217,7 +217,8 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
       std::optional<StoredResult> chosen = best.result;
       auto sweep = store.sweep(best.result.sweep_id);
       if (sweep && sweep->template_hash != family->template_hash) {
-        chosen = best_with_template(store, best.family, best.device_name, sweep->problem, family->template_hash);
+        chosen =
+            best_with_template(store, best.family, best.device_name, sweep->problem, family->template_hash);
         if (!chosen) {
           summary.skipped.push_back(what + ": the family changed since it was tuned (sweep " +
                                     std::to_string(sweep->id) + ")");
@@ -295,7 +296,8 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
     const bool replacing = fs::exists(fs::symlink_status(target, ec));
     if (replacing) {
       fs::rename(target, old, ec);
-      if (ec) throw BundleError("bundle: cannot move the old bundle aside (" + old.string() + "): " + ec.message());
+      if (ec)
+        throw BundleError("bundle: cannot move the old bundle aside (" + old.string() + "): " + ec.message());
     }
     fs::rename(staging, target, ec);
     if (ec) {

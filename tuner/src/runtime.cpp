@@ -56,7 +56,8 @@ void Kernel::launch(const std::vector<void*>& buffers, cudaStream_t stream) cons
   int current = -1;
   if (cudaGetDevice(&current) != cudaSuccess || current != device_) {
     cudaGetLastError();
-    throw RuntimeError(family_ + ": loaded on GPU " + std::to_string(device_) + ", and the current device is " +
+    throw RuntimeError(family_ + ": loaded on GPU " + std::to_string(device_) +
+                       ", and the current device is " +
                        (current < 0 ? std::string("unknown") : "GPU " + std::to_string(current)) +
                        ": make it current (cudaSetDevice) or ask the runtime for this GPU's kernel");
   }
@@ -172,12 +173,13 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
     Match match = Match::not_found;
     const BundleEntry* entry = st.bundle->find(family_name, device.name, device.arch(), problem, &match);
     if (!entry)
-      throw RuntimeError("bundle " + st.options.bundle.string() + " holds no configuration of " + family_name +
-                         " for " + device.arch() + " (" + device.name + ")");
+      throw RuntimeError("bundle " + st.options.bundle.string() + " holds no configuration of " +
+                         family_name + " for " + device.arch() + " (" + device.name + ")");
     if (entry->template_hash != family->template_hash)
       throw RuntimeError("bundle " + st.options.bundle.string() + ": " + family_name +
-                         " in its families/ differs from the one tuned (template hash " + entry->template_hash +
-                         ", now " + family->template_hash + "): export the bundle again");
+                         " in its families/ differs from the one tuned (template hash " +
+                         entry->template_hash + ", now " + family->template_hash +
+                         "): export the bundle again");
     Lookup& l = k->lookup_;
     l.match = match;
     l.params = entry->params;
@@ -186,11 +188,11 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
     l.median_ms = entry->median_ms;
     l.metric = entry->metric;
     l.metric_unit = entry->metric_unit;
-    const std::string tuned =
-        entry->problem.args.empty() ? entry->problem.size_text()
-                                    : entry->problem.size_text() + " (" + entry->problem.args_text() + ")";
-    l.message = std::string(to_string(match)) + ": the bundle's configuration tuned on " + entry->device_name +
-                " for " + tuned;
+    const std::string tuned = entry->problem.args.empty()
+                                  ? entry->problem.size_text()
+                                  : entry->problem.size_text() + " (" + entry->problem.args_text() + ")";
+    l.message = std::string(to_string(match)) + ": the bundle's configuration tuned on " +
+                entry->device_name + " for " + tuned;
     CompiledKernel cubin;
     try {
       cubin.cubin = st.bundle->cubin(*entry);
@@ -226,8 +228,8 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
           k->lookup_.params = current->record.params;
           k->lookup_.median_ms = current->record.median_ms;
           k->lookup_.metric = current->record.metric;
-          k->lookup_.message += " (the fastest on the template as it is now, sweep " +
-                                std::to_string(current->sweep_id) + ")";
+          k->lookup_.message +=
+              " (the fastest on the template as it is now, sweep " + std::to_string(current->sweep_id) + ")";
         }
       } catch (const StoreError& e) {
         throw RuntimeError(first_line(e.what()));

@@ -57,8 +57,8 @@ struct Bundle {
 // The fastest ok result for (family, device name, problem) among the sweeps run on the template whose hash
 // is `template_hash` (the family as it is now), if any.
 std::optional<StoredResult> best_with_template(const Store& store, const std::string& family,
-                                              const std::string& device_name, const ProblemKey& problem,
-                                              const std::string& template_hash);
+                                               const std::string& device_name, const ProblemKey& problem,
+                                               const std::string& template_hash);
 
 // Reads manifest.json; throws BundleError (one line) when the folder is no bundle or the manifest is
 // malformed.
