@@ -374,6 +374,10 @@ Transaction::~Transaction() {
                  sqlite3_errmsg(db_.get()));
 }
 
+}  // namespace tiletune::sql
+
+namespace tiletune {
+
 std::string utc_now_iso8601() {
   const auto now = std::chrono::system_clock::now();
   const auto ms =
@@ -387,4 +391,4 @@ std::string utc_now_iso8601() {
   return text.data();
 }
 
-}  // namespace tiletune::sql
+}  // namespace tiletune

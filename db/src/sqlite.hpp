@@ -178,7 +178,6 @@ class Transaction {
   bool open_ = true;
 };
 
-// "2024-05-01T12:34:56.789Z"
-std::string utc_now_iso8601();
+using tiletune::utc_now_iso8601;
 
 }  // namespace tiletune::sql

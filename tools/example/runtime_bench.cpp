@@ -157,10 +157,11 @@ int main(int argc, char** argv) {
     const bool gemm = buffers.count("A") && buffers.count("B") && buffers.count("C");
     const bool conv = buffers.count("in") && buffers.count("out");
     Cublas cublas;
-    long m = 0, n = 0, k = 0;
+    // The problem as the runtime read it (sizes, and arguments with the family's defaults filled in).
+    const auto& dims = kernel.problem().dims;
+    const long m = dims[0], n = gemm ? dims[1] : 0, k = gemm ? dims[2] : 0;
     std::string baseline = "none";
     if (gemm) {
-      std::sscanf(size.c_str(), "%ldx%ldx%ld", &m, &n, &k);
       if (!cublas.open()) {
         std::fprintf(stderr, "cuBLAS cannot be opened\n");
         return 1;
@@ -240,16 +241,14 @@ int main(int argc, char** argv) {
       check(cudaStreamSynchronize(stream), "sync");
       return us;
     };
+    // The problem's int scalars in the families' order: GEMM's M, N, K; a 1D convolution's n, mask_width,
+    // boundary.
+    const tiletune::ProblemKey& sp = small.problem();
     std::vector<int> scalars;
-    if (gemm) scalars = {256, 256, 256};
-    if (conv) {
-      int mask = 5, boundary = 0;
-      if (const auto at = args.find("mask_width="); at != std::string::npos)
-        mask = std::atoi(args.c_str() + at + 11);
-      if (const auto at = args.find("boundary="); at != std::string::npos)
-        boundary = std::atoi(args.c_str() + at + 9);
-      scalars = {65536, mask, boundary};
-    }
+    for (const auto d : sp.dims) scalars.push_back(static_cast<int>(d));
+    if (conv)
+      scalars = {scalars[0], static_cast<int>(sp.args.at("mask_width")),
+                 static_cast<int>(sp.args.at("boundary"))};
     std::vector<void*> bare_args;
     for (auto& p : ordered) bare_args.push_back(&p);
     for (auto& v : scalars) bare_args.push_back(&v);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,13 @@ int main(int argc, char** argv) {
   }
   if (size.empty()) return usage(argv[0]);
   long m = 0, n = 0, k = 0;
-  if (std::sscanf(size.c_str(), "%ldx%ldx%ld", &m, &n, &k) != 3 || m < 1 || n < 1 || k < 1)
+  try {
+    const auto dims = tiletune::parse_size_text(size);
+    if (dims.size() != 3) return usage(argv[0]);
+    m = dims[0], n = dims[1], k = dims[2];
+  } catch (const std::invalid_argument&) {
     return usage(argv[0]);
+  }
 
   check(cudaFree(nullptr), "CUDA context");  // created up front, so that the load time below is the kernel's
   tiletune::runtime::Runtime runtime(options);

@@ -98,12 +98,14 @@ int cmd_export(const std::vector<std::string>& argv) {
   std::int64_t sweep_id = 0;
   po::options_description desc("options");
   add_common(desc, c, false, false);
-  desc.add_options()("format", po::value(&format)->default_value(format),
-                     "json, csv, header (a C++ header of the best configurations), t4 (the T4 results "
-                     "format, with metadata), kernel_tuner (one sweep as a Kernel Tuner cache file) or bundle "
-                     "(a folder of the best configurations' CUBINs for the runtime to launch without compiling)")(
-      "output,o", po::value(&output), "file to write (default: standard output); bundle: the folder to write")(
-      "device", po::value(&device), "only this device name")(
+  desc.add_options()(
+      "format", po::value(&format)->default_value(format),
+      "json, csv, header (a C++ header of the best configurations), t4 (the T4 results "
+      "format, with metadata), kernel_tuner (one sweep as a Kernel Tuner cache file) or bundle "
+      "(a folder of the best configurations' CUBINs for the runtime to launch without compiling)")(
+      "output,o", po::value(&output),
+      "file to write (default: standard output); bundle: the folder to write")("device", po::value(&device),
+                                                                               "only this device name")(
       "sweep", po::value(&sweep_id),
       "kernel_tuner: the sweep to write (default: the one sweep --family, --device and --size select); t4: "
       "only this sweep (default: every sweep --family and --device select)");
@@ -123,8 +125,8 @@ int cmd_export(const std::vector<std::string>& argv) {
               << " CUBINs (" << summary.compiled << " compiled, the rest from the compile cache)\n";
     return 0;
   }
-  const ExportFormat& chosen =
-      find_format(export_formats(), format, "export: --format must be json, csv, header, t4, kernel_tuner or bundle");
+  const ExportFormat& chosen = find_format(
+      export_formats(), format, "export: --format must be json, csv, header, t4, kernel_tuner or bundle");
   if (sweep_id != 0 && !chosen.takes_sweep)
     throw UsageError("export: --sweep picks the sweep of --format kernel_tuner or t4; --format " + format +
                      " takes --family and --device");

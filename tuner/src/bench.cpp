@@ -33,12 +33,8 @@ Measured measure_config(const KernelFamily& family, const ProblemKey& problem, c
     throw SweepError(family.name + " (" + params_to_text(params) + ") cannot run: " + c.reason);
   const CompileJob job = compile_job(family, device, params);
   const std::string key = cache.key(job);
-  auto compiled = cache.load(key);
-  if (!compiled) {
-    compiled = compile(job);
-    cache.store(key, *compiled);
-  }
-  apply_compile_result(c, *compiled, device);
+  const CompileResult compiled = cache.load_or_compile(key, job);
+  apply_compile_result(c, compiled, device);
   if (c.outcome != Outcome::ok)
     throw SweepError(family.name + " (" + params_to_text(params) + ") cannot run: " + c.reason);
   const wire::Reply setup =

@@ -13,6 +13,7 @@
 
 #include "tiletune/device.hpp"
 #include "tiletune/plan.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune {
 
@@ -21,20 +22,6 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kFormat = "tiletune-bundle-1";
-
-std::string first_line(const std::string& text) {
-  const auto end = text.find('\n');
-  return end == std::string::npos ? text : text.substr(0, end);
-}
-
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -240,17 +227,14 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
       const Params& params = chosen->record.params;
       const CompileJob job = compile_job(*family, device, params);
       const std::string key = cache.key(job);
-      std::optional<CompileResult> compiled = cache.enabled() ? cache.load(key) : std::nullopt;
-      if (!compiled) {
-        compiled = compile(job);
-        ++summary.compiled;
-        if (cache.enabled()) cache.store(key, *compiled);
-      }
-      if (const auto* error = std::get_if<CompileError>(&*compiled)) {
+      bool compiled_now = false;
+      const CompileResult compiled = cache.load_or_compile(key, job, &compiled_now);
+      summary.compiled += compiled_now;
+      if (const auto* error = std::get_if<CompileError>(&compiled)) {
         summary.skipped.push_back(what + ": does not compile: " + first_line(error->log));
         continue;
       }
-      const auto& kernel = std::get<CompiledKernel>(*compiled);
+      const auto& kernel = std::get<CompiledKernel>(compiled);
       const std::string file = cubin_name(family->name, job.arch, key);
       if (cubins.insert(file).second) write_file(staging / "cubins" / file, kernel.cubin);
       const auto& r = chosen->record;
@@ -288,7 +272,7 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
     const json manifest = {{"format", kFormat},
                            {"tiletune", TILETUNE_VERSION},
                            {"commit", TILETUNE_GIT_SHA},
-                           {"created_at", utc_now()},
+                           {"created_at", utc_now_iso8601()},
                            {"entries", entries}};
     write_file(staging / "manifest.json", manifest.dump(2) + "\n");
     summary.entries = static_cast<int>(entries.size());

@@ -101,12 +101,12 @@ class Program {
   nvrtcProgram p_ = nullptr;
 };
 
-#define TILETUNE_NVRTC_CHECK(call)                                                         \
-  do {                                                                                     \
-    const nvrtcResult nvrtc_status_ = (call);                                              \
-    if (nvrtc_status_ != NVRTC_SUCCESS)                                                    \
+#define TILETUNE_NVRTC_CHECK(call)                                                          \
+  do {                                                                                      \
+    const nvrtcResult nvrtc_status_ = (call);                                               \
+    if (nvrtc_status_ != NVRTC_SUCCESS)                                                     \
       return CompileError{std::string(#call) + ": " + nvrtc().error_string(nvrtc_status_) + \
-                          " (" __FILE__ ":" + std::to_string(__LINE__) + ")"};             \
+                          " (" __FILE__ ":" + std::to_string(__LINE__) + ")"};              \
   } while (0)
 
 std::string program_log(nvrtcProgram p) {
@@ -204,8 +204,7 @@ CompileResult compile(const CompileJob& job) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!nvrtc().error.empty()) return CompileError{nvrtc().error};
   nvrtcProgram raw = nullptr;
-  TILETUNE_NVRTC_CHECK(
-      nvrtc().create(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
+  TILETUNE_NVRTC_CHECK(nvrtc().create(&raw, job.source.c_str(), job.file_name.c_str(), 0, nullptr, nullptr));
   Program program(raw);
   // A C++ kernel's symbol is mangled: NVRTC lowers the name as a name expression (an extern "C" kernel's
   // lowered name is its own), and a name that the source does not define fails the compile with a log.
@@ -288,6 +287,17 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
   } catch (const json::exception&) {
     return std::nullopt;  // a damaged entry is compiled again
   }
+}
+
+CompileResult CompileCache::load_or_compile(const std::string& key, const CompileJob& job,
+                                            bool* compiled_now) const {
+  std::optional<CompileResult> result = load(key);
+  if (compiled_now) *compiled_now = !result;
+  if (!result) {
+    result = compile(job);
+    store(key, *result);
+  }
+  return std::move(*result);
 }
 
 void CompileCache::store(const std::string& key, const CompileResult& result) const {

@@ -71,14 +71,10 @@ struct CubinKernel {
 
 CubinKernel compiled_cubin(const CompileJob& job, const CompileCache& cache, const std::string& what) {
   const std::string key = cache.key(job);
-  auto compiled = cache.load(key);
-  if (!compiled) {
-    compiled = compile(job);
-    cache.store(key, *compiled);
-  }
-  if (const auto* err = std::get_if<CompileError>(&*compiled))
+  const CompileResult compiled = cache.load_or_compile(key, job);
+  if (const auto* err = std::get_if<CompileError>(&compiled))
     throw SweepError(what + " does not compile: " + err->log.substr(0, err->log.find('\n', 400)));
-  const std::string& lowered = std::get<CompiledKernel>(*compiled).lowered_name;
+  const std::string& lowered = std::get<CompiledKernel>(compiled).lowered_name;
   return {(cache.dir() / (key + ".cubin")).string(), lowered.empty() ? job.kernel : lowered};
 }
 

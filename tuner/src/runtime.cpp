@@ -12,6 +12,7 @@
 #include "tiletune/family.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/store.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune::runtime {
 
@@ -22,11 +23,6 @@ void check(cudaError_t e, const std::string& what) {
     cudaGetLastError();  // a launch error is not sticky: clear it for the caller's next call
     throw RuntimeError(what + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
   }
-}
-
-std::string first_line(const std::string& text) {
-  const auto end = text.find('\n');
-  return end == std::string::npos ? text : text.substr(0, end);
 }
 
 // The current CUDA device's limits, read once per device.
@@ -109,6 +105,7 @@ struct Runtime::State {
   std::mutex mutex;
   std::optional<std::vector<KernelFamily>> families;
   std::optional<Client> client;
+  std::optional<Store> store;  // the same database, for the template check
   std::optional<Bundle> bundle;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // by device, family and problem
   std::map<int, DeviceLimits> devices;                     // by ordinal
@@ -215,7 +212,8 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
     // measured on the template as it is now serves, and where there is none the family is refused.
     if (k->lookup_.match != Match::not_found) {
       try {
-        const Store store = Store::open(st.options.database, Store::Mode::read_only);
+        if (!st.store) st.store = Store::open(st.options.database, Store::Mode::read_only);
+        const Store& store = *st.store;
         const auto best = store.best(family_name, k->lookup_.device_name, k->lookup_.problem);
         const auto sweep = best ? store.sweep(best->sweep_id) : std::nullopt;
         if (sweep && sweep->template_hash != family->template_hash) {
@@ -246,12 +244,7 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
   if (!compiled) {
     const CompileCache cache(st.options.cache.empty() ? CompileCache::default_dir() : st.options.cache);
     const CompileJob job = compile_job(*family, device, params);
-    const std::string cache_key = cache.key(job);
-    compiled = cache.enabled() ? cache.load(cache_key) : std::nullopt;
-    if (!compiled) {
-      compiled = compile(job);
-      if (cache.enabled()) cache.store(cache_key, *compiled);
-    }
+    compiled = cache.load_or_compile(cache.key(job), job);
     if (const auto* error = std::get_if<CompileError>(&*compiled))
       throw RuntimeError(config + " does not compile: " + first_line(error->log));
     k->source_ = std::get<CompiledKernel>(*compiled).from_cache ? "cache" : "compiled";
@@ -288,33 +281,26 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
   k->constant_names_ = spec.constants;
   // Sizes as the worker allocates them for this problem.
   const Vars vars = family->vars(problem, {});
-  for (const auto& name : k->buffer_names_) {
-    const Argument* a = find_argument(*family, name);
-    if (!a) continue;
-    BufferInfo info;
-    info.name = name;
-    info.type = to_string(a->type);
-    info.element_bytes = size_of(a->type);
+  const auto info = [&](const std::string& what, const std::string& name, ElementType type,
+                        const Expr& count) {
+    BufferInfo i;
+    i.name = name;
+    i.type = to_string(type);
+    i.element_bytes = size_of(type);
     try {
-      info.count = static_cast<std::uint64_t>(std::max<std::int64_t>(0, a->count.eval(vars)));
+      i.count = static_cast<std::uint64_t>(std::max<std::int64_t>(0, count.eval(vars)));
     } catch (const std::exception& e) {
-      throw RuntimeError(config + ": buffer " + name + ": " + first_line(e.what()));
+      throw RuntimeError(config + ": " + what + " " + name + ": " + first_line(e.what()));
     }
-    info.role = to_string(a->role);
-    k->buffer_info_.push_back(std::move(info));
-  }
-  for (const auto& c : family->constants) {
-    BufferInfo info;
-    info.name = c.name;
-    info.type = to_string(c.type);
-    info.element_bytes = size_of(c.type);
-    try {
-      info.count = static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.count.eval(vars)));
-    } catch (const std::exception& e) {
-      throw RuntimeError(config + ": constant " + c.name + ": " + first_line(e.what()));
+    return i;
+  };
+  for (const auto& name : k->buffer_names_)
+    if (const Argument* a = find_argument(*family, name)) {
+      k->buffer_info_.push_back(info("buffer", name, a->type, a->count));
+      k->buffer_info_.back().role = to_string(a->role);
     }
-    k->constant_info_.push_back(std::move(info));
-  }
+  for (const auto& c : family->constants)
+    k->constant_info_.push_back(info("constant", c.name, c.type, c.count));
   k->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return *st.kernels.emplace(key, std::move(k)).first->second;
 }

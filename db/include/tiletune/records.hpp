@@ -15,6 +15,9 @@ namespace tiletune {
 enum class Outcome { ok, pruned, compile_failed, launch_failed, runtime_failed, timeout, wrong_result };
 
 std::string_view to_string(Outcome outcome);
+
+// The current time in UTC as stored and exported: "2024-05-01T12:34:56.789Z".
+std::string utc_now_iso8601();
 std::optional<Outcome> outcome_from_string(std::string_view text);
 
 // Tunable parameter values by name. std::map keeps them sorted, so the text form is canonical.

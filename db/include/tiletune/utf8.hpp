@@ -10,6 +10,9 @@
 
 namespace tiletune {
 
+// The text up to its first newline: a long message (a compile log, a parser's report) as one line.
+inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 // The length of the valid UTF-8 sequence at text[i], or 0 when the bytes there are not one.
 inline std::size_t utf8_sequence(std::string_view text, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };

@@ -69,6 +69,10 @@ class CompileCache {
   std::string key(const CompileJob& job) const;
   std::optional<CompileResult> load(const std::string& key) const;
   void store(const std::string& key, const CompileResult& result) const;  // atomic; errors only warn
+  // The job's result (its key is key(job)) from the cache, else compiled in this process and stored;
+  // `compiled_now` says which.
+  CompileResult load_or_compile(const std::string& key, const CompileJob& job,
+                                bool* compiled_now = nullptr) const;
   bool enabled() const { return !dir_.empty(); }
   const std::filesystem::path& dir() const { return dir_; }
 
