@@ -12,6 +12,20 @@ const std::vector<LibraryCallInfo>& library_calls() {
        {"M", "N", "K"},
        "C",
        "cuBLAS GemmEx, float, half or bfloat16 operands, FP32 compute"},
+      {"cublas_gemm_abt",
+       {"A", "B", "C"},
+       {},
+       {"M", "N", "K"},
+       "C",
+       "cuBLAS GemmEx, row-major C = A B^T with B given as N x K, float, half or bfloat16 operands, FP32 "
+       "compute"},
+      {"cublas_gemm_abt_tf32",
+       {"A", "B", "C"},
+       {},
+       {"M", "N", "K"},
+       "C",
+       "cuBLAS GemmEx, row-major C = A B^T with B given as N x K, float operands, TF32 tensor-core compute "
+       "(CUBLAS_COMPUTE_32F_FAST_TF32)"},
       {"d2d_copy", {"src"}, {"dst"}, {}, "", "device-to-device copy of src's bytes"},
   };
   return calls;

@@ -200,12 +200,14 @@ class Cublas {
     check(set_math_(handle_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
     check(sgemm_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N), "cublasSgemm");
   }
-  void gemm_ex(const void* A, const void* B, void* C, cudaDataType ab, cudaDataType c, int M, int N,
-               int K) const {
+  // Row-major C = A op(B): op(B) = B (K x N), or B^T for B given as N x K (b_transposed), which is
+  // column-major C^T = op(B)^T A^T with B's rows read as columns of length K.
+  void gemm_ex(const void* A, const void* B, void* C, cudaDataType ab, cudaDataType c, int M, int N, int K,
+               bool b_transposed, cublasComputeType_t compute) const {
     const float alpha = 1.0f, beta = 0.0f;
     check(set_math_(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    check(gemm_ex_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, ab, N, A, ab, K, &beta, C, c, N,
-                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    check(gemm_ex_(handle_, b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, ab,
+                   b_transposed ? K : N, A, ab, K, &beta, C, c, N, compute, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
   }
 
@@ -743,23 +745,39 @@ std::function<void()> bind_sgemm(GpuSide& w, const wire::BaselineRequest& req, b
   };
 }
 
+std::function<void()> bind_gemm_ex(GpuSide& w, const wire::BaselineRequest& req, bool b_transposed,
+                                   cublasComputeType_t compute) {
+  Buffer &A = w.operand(req, "A"), &B = w.operand(req, "B"), &C = w.operand(req, "C");
+  if (A.spec.type != B.spec.type)
+    throw CudaFailure{cudaErrorInvalidValue, req.library + ": A and B must have one type"};
+  if (compute == CUBLAS_COMPUTE_32F_FAST_TF32 &&
+      (A.spec.type != ElementType::f32 || C.spec.type != ElementType::f32))
+    throw CudaFailure{cudaErrorInvalidValue, req.library + " takes float buffers"};
+  const cudaDataType ab = cuda_data_type(A.spec.type, req.library),
+                     c = cuda_data_type(C.spec.type, req.library);
+  const Cublas& blas = w.cublas();
+  const int M = scalar(req, "M"), N = scalar(req, "N"), K = scalar(req, "K");
+  return [&blas, &A, &B, &C, ab, c, M, N, K, b_transposed, compute] {
+    blas.gemm_ex(A.mem.get(), B.mem.get(), C.mem.get(), ab, c, M, N, K, b_transposed, compute);
+  };
+}
+
 // The one table of library calls; tiletune/library_calls.hpp names their operands for the family parser.
 const std::vector<LibraryCall>& library_table() {
   static const std::vector<LibraryCall> table = {
       {"cublas_sgemm", [](GpuSide& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, false); }},
       {"cublas_tf32", [](GpuSide& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, true); }},
       {"cublas_gemm",
-       [](GpuSide& w, const wire::BaselineRequest& req) -> std::function<void()> {
-         Buffer &A = w.operand(req, "A"), &B = w.operand(req, "B"), &C = w.operand(req, "C");
-         if (A.spec.type != B.spec.type)
-           throw CudaFailure{cudaErrorInvalidValue, req.library + ": A and B must have one type"};
-         const cudaDataType ab = cuda_data_type(A.spec.type, req.library),
-                            c = cuda_data_type(C.spec.type, req.library);
-         const Cublas& blas = w.cublas();
-         const int M = scalar(req, "M"), N = scalar(req, "N"), K = scalar(req, "K");
-         return [&blas, &A, &B, &C, ab, c, M, N, K] {
-           blas.gemm_ex(A.mem.get(), B.mem.get(), C.mem.get(), ab, c, M, N, K);
-         };
+       [](GpuSide& w, const wire::BaselineRequest& r) {
+         return bind_gemm_ex(w, r, false, CUBLAS_COMPUTE_32F);
+       }},
+      {"cublas_gemm_abt",
+       [](GpuSide& w, const wire::BaselineRequest& r) {
+         return bind_gemm_ex(w, r, true, CUBLAS_COMPUTE_32F);
+       }},
+      {"cublas_gemm_abt_tf32",
+       [](GpuSide& w, const wire::BaselineRequest& r) {
+         return bind_gemm_ex(w, r, true, CUBLAS_COMPUTE_32F_FAST_TF32);
        }},
       {"d2d_copy",
        [](GpuSide& w, const wire::BaselineRequest& req) -> std::function<void()> {
