@@ -209,8 +209,8 @@ TEST(Family, MalformedArgumentsReferencesAndBaselinesGiveOneLineErrors) {
       {ref, "\"reference\": {\"from\": \"nowhere\"}",
        "reference names family 'nowhere', which is not loaded"},
       {ref, "\"reference\": {\"from\": \"tiny\"}", "reference.from names the family itself"},
-      {ref, "\"reference\": {\"from\": \"tiny\", \"block\": [\"1\"]}",
-       "reference.block goes with \"kernel\""},
+      {ref, "\"reference\": {\"from\": \"tiny\", \"outputs\": \"native\"}",
+       "reference.outputs goes with \"kernel\""},
       {"\"kernel\": \"tiny_ref.cu\"",
        "\"kernel\": \"tiny_ref.cu\", \"arguments\": [\"in\", \"out\", {\"scalar\": \"float\", \"value\": 1}]",
        "scalar type must be int or long"},
@@ -389,4 +389,231 @@ TEST(Family, DeeplyNestedDescriptionIsRefused) {
   const std::string err = load_error("\"kernel\": \"tiny\",", "\"kernel\": \"tiny\", \"x\": " + deep + ",");
   EXPECT_NE(err.find("nested deeper than 64 levels"), std::string::npos) << err;
   EXPECT_EQ(err.find('\n'), std::string::npos);
+}
+
+namespace {
+
+const char* kTensorMap =
+    "{\"name\": \"tma_in\", \"tensor_map\": \"in\", \"dims\": [\"n / B\", \"B\"], \"box\": [\"B\", \"1\"]}";
+
+// load_error with a tensor map argument (kTensorMap, after `n`) in the family, then one more substitution.
+std::string tensor_map_error(const std::string& from, const std::string& to) {
+  const std::string scalar = "{\"name\": \"n\", \"scalar\": \"int\", \"value\": \"n\"}";
+  std::string map = kTensorMap;
+  if (!from.empty()) {
+    const auto at = map.find(from);
+    if (at == std::string::npos) return "test error: '" + from + "' is not in the tensor map";
+    map.replace(at, from.size(), to);
+  }
+  return load_error(scalar, scalar + ",\n                " + map);
+}
+
+}  // namespace
+
+TEST(Family, TensorMapsClustersAndArchSuffixAreRead) {
+  const auto fams = load_families({test::templates_dir(), test::fixtures_dir() / "families"});
+  const KernelFamily& f = find_family(fams, "tma_tile");
+  EXPECT_EQ(f.arch_suffix, "a");
+  ASSERT_EQ(f.launch.cluster.size(), 1u);
+  EXPECT_EQ(f.launch.cluster[0].text(), "CLUSTER");
+  const Argument* map = find_argument(f, "tma_in");
+  ASSERT_NE(map, nullptr);
+  EXPECT_EQ(map->kind, ArgKind::tensor_map);
+  EXPECT_FALSE(map->is_output());
+  EXPECT_EQ(map->tensor_map.buffer, "in");
+  EXPECT_EQ(map->tensor_map.element, ElementType::f32);
+  EXPECT_FALSE(map->tensor_map.tf32);
+  ASSERT_EQ(map->tensor_map.dims.size(), 2u);
+  EXPECT_EQ(map->tensor_map.dims[1].text(), "rows");
+  ASSERT_EQ(map->tensor_map.strides.size(), 1u);
+  EXPECT_EQ(map->tensor_map.strides[0].text(), "cols * 4");
+  EXPECT_EQ(map->tensor_map.box[0].text(), "BOX_X");
+  EXPECT_EQ(map->tensor_map.swizzle.eval({}), 0);         // the default: none
+  EXPECT_EQ(map->tensor_map.l2_promotion.eval({}), 128);  // the default
+  EXPECT_FALSE(map->tensor_map.oob_nan);
+  // The reference kernel never receives it: its default argument list leaves tensor maps out.
+  for (const auto& a : find_family(fams, "tma_tile").reference.kernel.arguments) EXPECT_NE(a.name, "tma_in");
+
+  // Elements: tfloat32 for a float buffer, another type of the buffer's size, NaN fill for floating types.
+  test::TempDir dir;
+  std::string json = kGoodJson;
+  const std::string scalar = "{\"name\": \"n\", \"scalar\": \"int\", \"value\": \"n\"}";
+  json.replace(json.find(scalar), scalar.size(), scalar + R"J(,
+      {"name": "t", "tensor_map": "in", "dims": ["n"], "box": ["B"], "element": "tfloat32", "oob_fill": "nan",
+       "swizzle": "B", "l2_promotion": "256"},
+      {"name": "u", "tensor_map": "out", "dims": ["n"], "box": ["4"], "element": "uint32"})J");
+  write_tiny(dir.path / "tiny", json);
+  const auto tiny = load_families({dir.path / "tiny"});
+  const Argument* t = find_argument(tiny.at(0), "t");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->tensor_map.tf32);
+  EXPECT_TRUE(t->tensor_map.oob_nan);
+  EXPECT_TRUE(t->tensor_map.strides.empty());  // rank 1: none
+  EXPECT_EQ(t->tensor_map.swizzle.eval({{"B", 32}}), 32);
+  EXPECT_EQ(find_argument(tiny.at(0), "u")->tensor_map.element, ElementType::u32);
+  // The reference's default arguments are the buffers and scalars, in order.
+  ASSERT_EQ(tiny.at(0).reference.kernel.arguments.size(), 3u);
+  EXPECT_EQ(tiny.at(0).reference.kernel.arguments[2].name, "n");
+}
+
+// Every malformed tensor map, cluster, arch suffix, shared template and shared reference kernel is a one-line
+// error that names the file and the field.
+TEST(Family, MalformedTensorMapsClustersAndSharedFilesGiveOneLineErrors) {
+  EXPECT_EQ(tensor_map_error("", ""), "");
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {tensor_map_error("\"tensor_map\": \"in\"", "\"tensor_map\": \"nowhere\""),
+       "argument 'tma_in': tensor_map 'nowhere' is not a buffer of the family"},
+      {tensor_map_error("\"tensor_map\": \"in\"", "\"tensor_map\": \"n\""),
+       "argument 'tma_in': tensor_map 'n' is not a buffer of the family"},
+      {tensor_map_error("\"tensor_map\": \"in\"", "\"tensor_map\": \"in\", \"buffer\": \"float\""),
+       "argument 'tma_in' must be one of a buffer, a scalar or a tensor map"},
+      {tensor_map_error("\"dims\": [\"n / B\", \"B\"]", "\"dims\": []"),
+       "argument 'tma_in' dims needs 1 to 5 expressions"},
+      {tensor_map_error("\"dims\": [\"n / B\", \"B\"]",
+                        "\"dims\": [\"1\", \"1\", \"1\", \"1\", \"1\", \"1\"]"),
+       "argument 'tma_in' dims needs 1 to 5 expressions"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\"]"),
+       "argument 'tma_in': box has 1 expression(s), dims 2"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"strides\": [\"4\", \"8\"]"),
+       "argument 'tma_in': strides needs 1 expression(s)"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"strides\": \"4\""),
+       "argument 'tma_in': strides needs 1 expression(s)"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"count\": \"n\""),
+       "argument 'tma_in': unknown field 'count'"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"oob_fill\": \"one\""),
+       "argument 'tma_in': oob_fill must be zero or nan, got 'one'"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"element\": \"float16\""),
+       "argument 'tma_in' element: unknown element type 'float16'"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"element\": \"half\""),
+       "argument 'tma_in': element half is not the size of in's float"},
+      {tensor_map_error("\"tensor_map\": \"in\"",
+                        "\"tensor_map\": \"in\", \"element\": \"int32\", \"oob_fill\": \"nan\""),
+       "argument 'tma_in': oob_fill nan needs a floating element type, not int32"},
+      {tensor_map_error("\"dims\": [\"n / B\", \"B\"]", "\"dims\": [\"n / C\", \"B\"]"),
+       "argument tma_in dims reads unknown name 'C'"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"strides\": [\"m\"]"),
+       "argument tma_in strides reads unknown name 'm'"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"cc > 90 ? 2 : q\"]"),
+       "argument tma_in box reads unknown name 'q'"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"swizzle\": \"(\""),
+       "argument 'tma_in' swizzle: in expression '('"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"l2_promotion\": \"L2\""),
+       "argument tma_in l2_promotion reads unknown name 'L2'"},
+      {tensor_map_error("\"box\": [\"B\", \"1\"]", "\"box\": [\"B\", \"1\"], \"swizzle\": [128]"),
+       "argument 'tma_in' swizzle must be an expression string or an integer"},
+      // clusters
+      {load_error("\"grid\": [\"ceil_div(n, B)\"]", "\"grid\": [\"ceil_div(n, B)\"], \"cluster\": []"),
+       "launch.cluster needs 1 to 3 expressions"},
+      {load_error("\"grid\": [\"ceil_div(n, B)\"]",
+                  "\"grid\": [\"ceil_div(n, B)\"], \"cluster\": [\"1\", \"1\", \"1\", \"1\"]"),
+       "launch.cluster needs 1 to 3 expressions"},
+      {load_error("\"grid\": [\"ceil_div(n, B)\"]", "\"grid\": [\"ceil_div(n, B)\"], \"cluster\": [\"CL\"]"),
+       "launch.cluster reads unknown name 'CL'"},
+      // the architecture suffix
+      {load_error("\"kernel\": \"tiny\",", "\"kernel\": \"tiny\", \"arch_suffix\": \"b\","),
+       "arch_suffix must be \"\", \"a\" (sm_90a: wgmma, setmaxnreg) or \"f\", got 'b'"},
+      {load_error("\"kernel\": \"tiny\",", "\"kernel\": \"tiny\", \"arch_suffix\": 1,"),
+       "arch_suffix must be"},
+      // a template from another family's folder
+      {load_error("\"kernel\": \"tiny\",", "\"kernel\": \"tiny\", \"source_from\": \"elsewhere\","),
+       "source_from names family 'elsewhere', which is not loaded"},
+      {load_error("\"kernel\": \"tiny\",", "\"kernel\": \"tiny\", \"source_from\": \"tiny\","),
+       "source_from names the family itself"},
+      {load_error("\"kernel\": \"tiny\",", "\"kernel\": \"tiny\", \"source_from\": \"../x\","),
+       "source_from '../x' must be a family name"},
+      // the reference
+      {load_error("\"kernel\": \"tiny_ref.cu\"", "\"from\": \"tiny\", \"name\": \"1x\""),
+       "reference.name '1x' must be an identifier"},
+  };
+  // The reference kernel is never given a tensor map.
+  {
+    const std::string scalar = "{\"name\": \"n\", \"scalar\": \"int\", \"value\": \"n\"}";
+    std::string json = kGoodJson;
+    json.replace(json.find(scalar), scalar.size(), scalar + ", " + kTensorMap);
+    json.replace(json.find("\"kernel\": \"tiny_ref.cu\""), std::string("\"kernel\": \"tiny_ref.cu\"").size(),
+                 "\"kernel\": \"tiny_ref.cu\", \"arguments\": [\"in\", \"out\", \"tma_in\"]");
+    test::TempDir dir;
+    write_tiny(dir.path / "tiny", json);
+    std::string err;
+    try {
+      load_families({dir.path / "tiny"});
+    } catch (const FamilyError& e) {
+      err = e.what();
+    }
+    cases.push_back(
+        {err, "reference.arguments: 'tma_in' is a tensor map; a reference kernel takes the buffer in"});
+  }
+  for (const auto& [err, expect] : cases) {
+    EXPECT_NE(err.find(expect), std::string::npos) << "expected '" << expect << "', got: " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+    EXPECT_NE(err.find("family.json"), std::string::npos) << err;
+  }
+  // A tfloat32 map over the output (a float buffer) loads.
+  EXPECT_EQ(tensor_map_error("\"tensor_map\": \"in\"", "\"tensor_map\": \"out\", \"element\": \"tfloat32\""),
+            "");
+}
+
+// "source_from" reads the template from another family's folder (under the same file-name rules), and a
+// reference "from" another family may name another kernel of its file with a launch of its own.
+TEST(Family, SharedTemplatesAndReferenceKernelsResolve) {
+  const auto fams = load_families({test::templates_dir(), test::fixtures_dir() / "families"});
+  const KernelFamily& tile = find_family(fams, "tma_tile");
+  const KernelFamily& rows = find_family(fams, "tma_tile_rows");
+  EXPECT_EQ(rows.source_from, "tma_tile");
+  EXPECT_EQ(rows.source, tile.source);
+  EXPECT_NE(rows.source.find("cp.async.bulk.tensor"), std::string::npos);
+  EXPECT_EQ(rows.template_hash.size(), 16u);
+  EXPECT_NE(rows.template_hash, tile.template_hash);
+  EXPECT_NE(rows.source_for(rows.default_params()).find("#line 1 \"tma_tile.cu\""), std::string::npos);
+  const ReferenceKernel& ref = rows.reference.kernel;
+  EXPECT_EQ(rows.reference.from, "tma_tile");
+  EXPECT_EQ(ref.name, "tma_tile_reference_rows");
+  EXPECT_EQ(ref.file, "tma_tile_reference.cu");
+  EXPECT_EQ(ref.directory, tile.directory);
+  ASSERT_EQ(ref.grid.size(), 2u);  // its own launch, not tma_tile's
+  EXPECT_EQ(ref.grid[1].text(), "rows");
+  ASSERT_EQ(ref.arguments.size(), 4u);
+  EXPECT_EQ(ref.arguments[3].name, "cols");
+  EXPECT_EQ(tile.reference.kernel.name, "tma_tile_reference");
+
+  // The template hash covers the text as read: another text in the source family's folder changes it.
+  test::TempDir dir;
+  std::filesystem::copy(test::fixtures_dir() / "families/tma_tile", dir.path / "tma_tile");
+  std::filesystem::copy(test::fixtures_dir() / "families/tma_tile_rows", dir.path / "tma_tile_rows");
+  std::ofstream(dir.path / "tma_tile/tma_tile.cu", std::ios::app) << "// changed\n";
+  const auto changed = load_families({dir.path});
+  EXPECT_NE(find_family(changed, "tma_tile_rows").template_hash, rows.template_hash);
+  EXPECT_NE(find_family(changed, "tma_tile_rows").source.find("// changed"), std::string::npos);
+
+  // The file-name rules of a family's own files hold in the other folder too; a missing file, a kernel
+  // that is not in the shared reference file and a source family that is not loaded are refused.
+  auto error_of = [&](const std::string& from, const std::string& to) {
+    test::TempDir d;
+    std::filesystem::copy(test::fixtures_dir() / "families/tma_tile", d.path / "tma_tile");
+    std::filesystem::create_directories(d.path / "tma_tile_rows");
+    std::ifstream in(test::fixtures_dir() / "families/tma_tile_rows/family.json");
+    std::string json((std::istreambuf_iterator<char>(in)), {});
+    json.replace(json.find(from), from.size(), to);
+    std::ofstream(d.path / "tma_tile_rows/family.json") << json;
+    try {
+      load_families({d.path});
+    } catch (const FamilyError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  for (const auto& [from, to, expect] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"\"source\": \"tma_tile.cu\"", "\"source\": \"../tma_tile/tma_tile.cu\"",
+            "source '../tma_tile/tma_tile.cu' must be a file name in the family's folder"},
+           {"\"source\": \"tma_tile.cu\"", "\"source\": \"absent.cu\"", "source: cannot read"},
+           {"\"name\": \"tma_tile_reference_rows\"", "\"name\": \"tma_tile_reference_cols\"",
+            "reference.name 'tma_tile_reference_cols' is not a kernel of tma_tile's tma_tile_reference.cu"},
+           {"\"source_from\": \"tma_tile\"", "\"source_from\": \"tma_tiles\"",
+            "source_from names family 'tma_tiles', which is not loaded"},
+       }) {
+    const std::string err = error_of(from, to);
+    EXPECT_NE(err.find(expect), std::string::npos) << err;
+    EXPECT_NE(err.find("tma_tile_rows/family.json"), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
 }

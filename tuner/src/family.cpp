@@ -225,6 +225,7 @@ void parse_launch(const Reader& r, const json& doc, KernelFamily& f) {
   const json& launch = r.need(doc, "launch");
   f.launch.block = expr_list(r, r.need(launch, "block"), "launch.block", 3);
   f.launch.grid = expr_list(r, r.need(launch, "grid"), "launch.grid", 3);
+  if (launch.contains("cluster")) f.launch.cluster = expr_list(r, launch.at("cluster"), "launch.cluster", 3);
   f.launch.dynamic_shared_bytes =
       r.expr(launch.value("dynamic_shared_bytes", json("0")), "launch.dynamic_shared_bytes");
   f.launch.static_shared_bytes =
@@ -237,14 +238,75 @@ ElementType parse_buffer_type(const Reader& r, const std::string& text, const st
   return *type;
 }
 
+// {"name": N, "tensor_map": BUFFER, "dims": [...], "strides": [...], "box": [...], "swizzle": E,
+//  "element": TYPE, "oob_fill": "zero" | "nan", "l2_promotion": E}. The buffer, and so the element type, is
+// resolved once every argument is read (it may come later in the list).
+void parse_tensor_map(const Reader& r, const json& a, const std::string& where, TensorMapArg& map) {
+  static const std::set<std::string> known = {"name",    "tensor_map", "dims",     "strides",     "box",
+                                              "swizzle", "element",    "oob_fill", "l2_promotion"};
+  for (const auto& [key, value] : a.items())
+    if (!known.count(key))
+      r.fail(
+          where + ": unknown field '" + key +
+          "' (a tensor map takes tensor_map, dims, strides, box, swizzle, element, oob_fill, l2_promotion)");
+  map.buffer = r.text(a, "tensor_map");
+  map.dims = expr_list(r, r.need(a, "dims"), where + " dims", 5);
+  const std::size_t rank = map.dims.size();
+  if (a.contains("strides")) {
+    const json& strides = a.at("strides");
+    if (!strides.is_array() || strides.size() != rank - 1)
+      r.fail(where + ": strides needs " + std::to_string(rank - 1) +
+             " expression(s), the byte strides of dims[1.." + std::to_string(rank - 1) + "], for its " +
+             std::to_string(rank) + " dims");
+    for (const json& e : strides) map.strides.push_back(r.expr(e, where + " strides"));
+  }
+  map.box = expr_list(r, r.need(a, "box"), where + " box", 5);
+  if (map.box.size() != rank)
+    r.fail(where + ": box has " + std::to_string(map.box.size()) + " expression(s), dims " +
+           std::to_string(rank));
+  map.swizzle = r.expr(a.value("swizzle", json("0")), where + " swizzle");
+  map.l2_promotion = r.expr(a.value("l2_promotion", json("128")), where + " l2_promotion");
+  const std::string fill = r.text(a, "oob_fill", "zero", false);
+  if (fill != "zero" && fill != "nan") r.fail(where + ": oob_fill must be zero or nan, got '" + fill + "'");
+  map.oob_nan = fill == "nan";
+}
+
+// A tensor map's buffer and element type, once every argument is known.
+void resolve_tensor_map(const Reader& r, const json& a, const KernelFamily& f, Argument& arg) {
+  const std::string where = "argument '" + arg.name + "'";
+  TensorMapArg& map = arg.tensor_map;
+  const Argument* buffer = find_argument(f, map.buffer);
+  if (!buffer || buffer->kind != ArgKind::buffer)
+    r.fail(where + ": tensor_map '" + map.buffer + "' is not a buffer of the family");
+  map.element = buffer->type;
+  const std::string element = r.text(a, "element", "", false);
+  if (element == "tfloat32") {
+    if (buffer->type != ElementType::f32)
+      r.fail(where + ": element tfloat32 needs a float buffer; " + map.buffer + " is " +
+             to_string(buffer->type));
+    map.tf32 = true;
+  } else if (!element.empty()) {
+    map.element = parse_buffer_type(r, element, where + " element");
+    if (size_of(map.element) != size_of(buffer->type))
+      r.fail(where + ": element " + element + " is not the size of " + map.buffer + "'s " +
+             to_string(buffer->type));
+  }
+  if (map.oob_nan && !is_floating(map.element))
+    r.fail(where + ": oob_fill nan needs a floating element type, not " + to_string(map.element));
+}
+
 Argument parse_argument(const Reader& r, const json& a, std::size_t index) {
   if (!a.is_object()) r.fail("arguments[" + std::to_string(index) + "] must be an object");
   Argument arg;
   arg.name = r.text(a, "name");
   if (!is_identifier(arg.name)) r.fail("argument name '" + arg.name + "' must be an identifier");
   const std::string where = "argument '" + arg.name + "'";
-  if (a.contains("buffer") == a.contains("scalar")) r.fail(where + " must be a buffer or a scalar");
-  if (a.contains("buffer")) {
+  if (a.contains("buffer") + a.contains("scalar") + a.contains("tensor_map") != 1)
+    r.fail(where + " must be one of a buffer, a scalar or a tensor map");
+  if (a.contains("tensor_map")) {
+    arg.kind = ArgKind::tensor_map;
+    parse_tensor_map(r, a, where, arg.tensor_map);
+  } else if (a.contains("buffer")) {
     arg.kind = ArgKind::buffer;
     arg.type = parse_buffer_type(r, r.text(a, "buffer"), where);
     arg.count = r.expr(r.need(a, "count"), where + " count");
@@ -296,6 +358,8 @@ void parse_arguments(const Reader& r, const json& doc, KernelFamily& f) {
     if (!names.insert(arg.name).second) r.fail("argument '" + arg.name + "' appears twice");
     f.arguments.push_back(std::move(arg));
   }
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (f.arguments[i].kind == ArgKind::tensor_map) resolve_tensor_map(r, list[i], f, f.arguments[i]);
   if (std::none_of(f.arguments.begin(), f.arguments.end(), [](const Argument& a) { return a.is_output(); }))
     r.fail("'arguments' has no output or inout buffer: nothing could be checked");
   if (!doc.contains("constants")) return;
@@ -328,7 +392,8 @@ void parse_metric(const Reader& r, const json& doc, KernelFamily& f) {
 std::vector<ReferenceArgument> reference_arguments(const Reader& r, const json& ref, const KernelFamily& f) {
   std::vector<ReferenceArgument> out;
   if (!ref.contains("arguments")) {
-    for (const auto& a : f.arguments) out.push_back({a.name, a.type, Expr::parse("0")});
+    for (const auto& a : f.arguments)
+      if (a.kind != ArgKind::tensor_map) out.push_back({a.name, a.type, Expr::parse("0")});
     return out;
   }
   const json& args = ref.at("arguments");
@@ -338,8 +403,11 @@ std::vector<ReferenceArgument> reference_arguments(const Reader& r, const json& 
   for (const json& a : args) {
     if (a.is_string()) {
       const std::string name = a.get<std::string>();
-      if (!find_argument(f, name))
-        r.fail("reference.arguments: '" + name + "' is not one of the family's arguments");
+      const Argument* arg = find_argument(f, name);
+      if (!arg) r.fail("reference.arguments: '" + name + "' is not one of the family's arguments");
+      if (arg->kind == ArgKind::tensor_map)
+        r.fail("reference.arguments: '" + name + "' is a tensor map; a reference kernel takes the buffer " +
+               arg->tensor_map.buffer + " itself");
       out.push_back({name, ElementType::i32, Expr::parse("0")});
     } else if (a.is_object() && a.contains("scalar") && a.contains("value") && a.size() == 2) {
       const std::string type = r.text(a, "scalar");
@@ -404,10 +472,16 @@ void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
   }
   if (ref.contains("from")) {
     out.from = r.text(ref, "from");
-    for (const char* key : {"name", "block", "grid", "outputs", "config"})
+    for (const char* key : {"outputs", "config"})
       if (ref.contains(key)) r.fail(std::string("reference.") + key + " goes with \"kernel\", not \"from\"");
-    // Its own argument list where the shared kernel needs other values here (e.g. a boundary mode).
+    // Its own kernel of the shared file, argument list (e.g. a boundary mode) or launch where this family
+    // needs another; what is not given here is the other family's.
+    out.kernel.name = r.text(ref, "name", "", false);
+    if (ref.contains("name") && !is_identifier(out.kernel.name))
+      r.fail("reference.name '" + out.kernel.name + "' must be an identifier");
     if (ref.contains("arguments")) out.kernel.arguments = reference_arguments(r, ref, f);
+    if (ref.contains("block")) out.kernel.block = expr_list(r, ref.at("block"), "reference.block", 3);
+    if (ref.contains("grid")) out.kernel.grid = expr_list(r, ref.at("grid"), "reference.grid", 3);
     return;
   }
   ReferenceKernel& k = out.kernel;
@@ -497,7 +571,18 @@ void check_names(const Reader& r, const KernelFamily& f) {
   for (const auto& e : f.launch.grid) check(e, known, "launch.grid");
   check(f.launch.dynamic_shared_bytes, known, "launch.dynamic_shared_bytes");
   check(f.launch.static_shared_bytes, known, "launch.static_shared_bytes");
+  for (const auto& e : f.launch.cluster) check(e, known, "launch.cluster");
   for (const auto& a : f.arguments) {
+    if (a.kind == ArgKind::tensor_map) {
+      const TensorMapArg& m = a.tensor_map;
+      const std::string where = "argument " + a.name;
+      for (const auto& e : m.dims) check(e, known, where + " dims");
+      for (const auto& e : m.strides) check(e, known, where + " strides");
+      for (const auto& e : m.box) check(e, known, where + " box");
+      check(m.swizzle, known, where + " swizzle");
+      check(m.l2_promotion, known, where + " l2_promotion");
+      continue;
+    }
     check(a.kind == ArgKind::buffer ? a.count : a.value, problem_names, "argument " + a.name);
     for (const auto& d : a.dims) check(d, problem_names, "argument " + a.name + " dims");
   }
@@ -525,6 +610,11 @@ void check_names(const Reader& r, const KernelFamily& f) {
   }
 }
 
+// The template hash covers the description, the template as read and the family's own reference kernel.
+void hash_template(KernelFamily& f) {
+  f.template_hash = content_hash(f.description_json + '\0' + f.source + '\0' + f.reference.kernel.source);
+}
+
 KernelFamily parse_family(const std::filesystem::path& directory, const std::string& description_text) {
   const std::string file = (directory / "family.json").string();
   Reader r(file);
@@ -547,7 +637,17 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   f.description = r.text(doc, "description", "", false);
   f.source_file = r.text(doc, "source");
   f.kernel = r.text(doc, "kernel");
-  f.source = read_family_file(r, directory, f.source_file, "source");
+  f.source_from = r.text(doc, "source_from", "", false);
+  if (doc.contains("source_from")) {
+    if (!is_identifier(f.source_from)) r.fail("source_from '" + f.source_from + "' must be a family name");
+    if (f.source_from == f.name) r.fail("source_from names the family itself");
+  } else {
+    f.source = read_family_file(r, directory, f.source_file, "source");
+  }
+  f.arch_suffix = r.text(doc, "arch_suffix", "", false);
+  if (f.arch_suffix != "" && f.arch_suffix != "a" && f.arch_suffix != "f")
+    r.fail("arch_suffix must be \"\", \"a\" (sm_90a: wgmma, setmaxnreg) or \"f\", got '" + f.arch_suffix +
+           "'");
   parse_problem(r, doc, f);
   parse_parameters(r, doc, f);
   parse_launch(r, doc, f);
@@ -564,8 +664,19 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   }
   parse_baselines(r, doc, f);
   check_names(r, f);
-  f.template_hash = content_hash(description_text + '\0' + f.source + '\0' + f.reference.kernel.source);
+  if (f.source_from.empty()) hash_template(f);  // otherwise once load_families has read the source
   return f;
+}
+
+// Reads the template from the folder of the family "source_from" names (which must be loaded), under the
+// same file-name rules as a family's own files.
+void resolve_source(KernelFamily& f, const std::vector<KernelFamily>& all) {
+  const Reader r((f.directory / "family.json").string());
+  const auto it =
+      std::find_if(all.begin(), all.end(), [&](const KernelFamily& g) { return g.name == f.source_from; });
+  if (it == all.end()) r.fail("source_from names family '" + f.source_from + "', which is not loaded");
+  f.source = read_family_file(r, it->directory, f.source_file, "source");
+  hash_template(f);
 }
 
 // Resolves "from" and "family" references against the loaded families and checks that they fit.
@@ -580,30 +691,46 @@ void resolve_reference(KernelFamily& f, const std::vector<KernelFamily>& all) {
   // A family may be its own truth: one of its configurations (say the defaults, as an imported T1 space
   // that has no reference kernel) runs first, and the others are compared with it.
   if (it->name == f.name && !ref.from.empty()) r.fail("reference.from names the family itself");
-  auto check_buffers = [&](const std::vector<std::string>& names, const KernelFamily& owner) {
+  // `same_kernel`: the reference is the owner's own kernel, whose buffers must have their types and roles
+  // here; another kernel of its file (a "name" given here) takes what this family declares.
+  auto check_buffers = [&](const std::vector<std::string>& names, const KernelFamily& owner,
+                           bool same_kernel) {
     for (const auto& name : names) {
       const Argument* theirs = find_argument(owner, name);
       const Argument* ours = find_argument(f, name);
       if (!theirs || theirs->kind != ArgKind::buffer) continue;
       if (!ours || ours->kind != ArgKind::buffer)
         r.fail("reference " + target + " needs a buffer '" + name + "' that this family does not have");
-      if (ours->type != theirs->type || ours->is_output() != theirs->is_output())
+      if (same_kernel && (ours->type != theirs->type || ours->is_output() != theirs->is_output()))
         r.fail("reference " + target + ": buffer '" + name + "' differs here in type or role");
     }
   };
   if (!ref.from.empty()) {
     if (it->reference.kind != Reference::Kind::kernel || !it->reference.from.empty())
       r.fail("reference.from '" + target + "': that family has no reference kernel of its own");
-    std::vector<ReferenceArgument> own = std::move(ref.kernel.arguments);
+    ReferenceKernel own = std::move(ref.kernel);
+    const bool same_kernel = own.name.empty() || own.name == it->reference.kernel.name;
     ref.kernel = it->reference.kernel;
-    if (!own.empty()) ref.kernel.arguments = std::move(own);
+    if (!own.arguments.empty()) ref.kernel.arguments = std::move(own.arguments);
+    if (!own.block.empty()) ref.kernel.block = std::move(own.block);
+    if (!own.grid.empty()) ref.kernel.grid = std::move(own.grid);
+    if (!own.name.empty()) {
+      if (ref.kernel.source.find(own.name) == std::string::npos)
+        r.fail("reference.name '" + own.name + "' is not a kernel of " + target + "'s " + ref.kernel.file);
+      ref.kernel.name = std::move(own.name);
+    }
     std::vector<std::string> names;
     for (const auto& a : ref.kernel.arguments)
       if (!a.name.empty()) names.push_back(a.name);
-    check_buffers(names, *it);
-    for (const auto& a : names)
-      if (!find_argument(f, a))
+    check_buffers(names, *it, same_kernel);
+    for (const auto& a : names) {
+      const Argument* ours = find_argument(f, a);
+      if (!ours)
         r.fail("reference " + target + " needs an argument '" + a + "' that this family does not have");
+      if (ours->kind == ArgKind::tensor_map)
+        r.fail("reference " + target + " would receive the tensor map '" + a +
+               "': a reference kernel takes buffers and scalars");
+    }
     for (const auto& a : f.arguments)
       if (a.is_output() && std::find(names.begin(), names.end(), a.name) == names.end())
         r.fail("reference " + target + " does not compute the output '" + a.name + "'");
@@ -611,7 +738,7 @@ void resolve_reference(KernelFamily& f, const std::vector<KernelFamily>& all) {
   }
   std::vector<std::string> names;
   for (const auto& a : it->arguments) names.push_back(a.name);
-  check_buffers(names, *it);
+  check_buffers(names, *it, true);
   for (const auto& a : f.arguments)
     if (a.is_output() && !find_argument(*it, a.name))
       r.fail("reference family " + target + " does not compute the output '" + a.name + "'");
@@ -788,7 +915,10 @@ std::vector<KernelFamily> load_families(const std::vector<std::filesystem::path>
         out.push_back(std::move(f));
     }
   }
-  // "from" first: a "family" reference copies its target, which must be complete by then.
+  // Templates read from other families' folders first, then "from": a "family" reference copies its
+  // target, which must be complete by then.
+  for (auto& f : out)
+    if (!f.source_from.empty()) resolve_source(f, out);
   for (auto& f : out)
     if (!f.reference.from.empty()) resolve_reference(f, out);
   for (auto& f : out)

@@ -45,7 +45,7 @@ struct ProblemArg {
   std::int64_t default_value = 0;
 };
 
-enum class ArgKind { buffer, scalar };
+enum class ArgKind { buffer, scalar, tensor_map };
 // inout: read and written in place; restored from a saved copy of its input before every run.
 enum class BufferRole { input, output, inout };
 std::string to_string(BufferRole role);
@@ -60,6 +60,22 @@ struct Fill {
 // integers.
 Fill default_fill(ElementType type);
 
+// A TMA descriptor (CUtensorMap) over one of the family's buffers: the worker and the runtime encode it
+// with cuTensorMapEncodeTiled over the buffer's device pointer, and the kernel receives its 128 bytes by
+// value (a `const __grid_constant__` struct of 128 bytes, aligned to 64). Its expressions may read the
+// parameters, the problem variables, cc and sms; prune_before_compile checks them against TMA's rules.
+struct TensorMapArg {
+  std::string buffer;                      // the buffer it describes
+  ElementType element = ElementType::f32;  // the buffer's type unless "element" names another of its size
+  bool tf32 = false;                       // "element": "tfloat32" (a float buffer read as TF32)
+  std::vector<Expr> dims;                  // element counts, innermost (contiguous) first: 1 to 5
+  std::vector<Expr> strides;               // byte strides of dims[1..]; empty: packed
+  std::vector<Expr> box;                   // the box (tile) in elements, per dimension
+  Expr swizzle;                            // bytes: 0 (none), 32, 64 or 128
+  Expr l2_promotion;                       // bytes: 0, 64, 128 or 256
+  bool oob_nan = false;                    // elements outside the tensor read as NaN rather than zero
+};
+
 struct Argument {
   std::string name;
   ArgKind kind = ArgKind::buffer;
@@ -70,6 +86,7 @@ struct Argument {
   std::vector<Expr> dims;      // buffers: optional row-major shape, for naming an element's coordinates
   Expr value;                  // scalars: an integer expression
   std::optional<double> real;  // float and double scalars given as a number
+  TensorMapArg tensor_map;     // tensor maps
 
   bool is_output() const { return kind == ArgKind::buffer && role != BufferRole::input; }
 };
@@ -86,6 +103,7 @@ struct ConstantSymbol {
 struct Launch {
   std::vector<Expr> block;  // 1 to 3 expressions
   std::vector<Expr> grid;
+  std::vector<Expr> cluster;  // thread block cluster, 1 to 3 expressions; empty: 1 x 1 x 1
   Expr dynamic_shared_bytes;
   Expr static_shared_bytes;  // the template's own estimate, checked before compiling
 };
@@ -122,7 +140,9 @@ struct Reference {
   enum class Kind { kernel, family };
   Kind kind = Kind::kernel;
   ReferenceKernel kernel;  // Kind::kernel (its own, or another family's with "from")
-  std::string from;        // "from": the family whose reference kernel this one uses
+  // "from": the family whose reference kernel file this one uses; a "name", "block", "grid" or "arguments"
+  // given here as well replace that kernel's own.
+  std::string from;
   std::string family;      // Kind::family: run that family's configuration
   Params config;
   std::shared_ptr<const KernelFamily> family_def;  // resolved by load_families
@@ -144,8 +164,10 @@ struct KernelFamily {
   std::string name;
   std::string description;
   std::filesystem::path directory;
-  std::string source_file;        // file name inside directory
+  std::string source_file;        // file name inside directory (or inside source_from's)
+  std::string source_from;        // the family whose folder holds the template; empty: this one
   std::string source;             // template text
+  std::string arch_suffix;        // "", "a" or "f": compiled for sm_XX plus this (sm_90a for wgmma)
   std::string kernel;             // extern "C" kernel name
   std::vector<std::string> dims;  // problem dimensions in order, e.g. M, N, K
   std::vector<ProblemArg> problem_args;
