@@ -387,3 +387,184 @@ TEST(Plan, ACompileFailureLeadsWithItsErrorLine) {
                        load_profile("h100"));
   EXPECT_EQ(none.reason, "nvrtcCompileProgram: NVRTC_ERROR_INVALID_OPTION");
 }
+
+namespace {
+
+// A bf16 GEMM described with tensor maps (A as K x M, B as K x N, C read as TF32) and clusters of CL blocks
+// along x, for sm_90a; its template is a stub, as pruning happens before compiling.
+const char* kTmaGemmJson = R"J({
+  "name": "gemm_tma", "source": "gemm_tma.cu", "kernel": "gemm_tma", "arch_suffix": "a",
+  "problem": {"dims": ["M", "N", "K"], "default_sizes": ["1024x1024x1024"]},
+  "parameters": {"BM": {"values": [64, 128, 512], "default": 128},
+                 "BK": {"values": [4, 64, 128], "default": 64},
+                 "CL": {"values": [1, 2, 16], "default": 2},
+                 "OVER": {"values": [0, 1], "default": 0}},
+  "launch": {"block": ["128"], "grid": ["ceil_div(N, 8)", "ceil_div(M, BM)"], "cluster": ["CL"]},
+  "arguments": [
+    {"name": "A", "buffer": "bfloat16", "count": "M * K", "role": "input"},
+    {"name": "B", "buffer": "bfloat16", "count": "N * K", "role": "input"},
+    {"name": "C", "buffer": "float", "count": "M * N", "role": "output"},
+    {"name": "tma_A", "tensor_map": "A", "dims": ["K", "M + OVER"], "strides": ["K * 2"],
+     "box": ["BK", "BM / CL"], "swizzle": "128"},
+    {"name": "tma_B", "tensor_map": "B", "dims": ["K", "N"], "box": ["BK", "64"], "l2_promotion": 256},
+    {"name": "tma_C", "tensor_map": "C", "dims": ["N", "M"], "box": ["32", "BM / CL"], "element": "tfloat32",
+     "oob_fill": "nan", "l2_promotion": "0"},
+    {"name": "M", "scalar": "int", "value": "M"},
+    {"name": "N", "scalar": "int", "value": "N"},
+    {"name": "K", "scalar": "int", "value": "K"}
+  ],
+  "metric": {"unit": "GFLOP/s", "work": "2 * M * N * K"},
+  "reference": {"kernel": "gemm_tma_reference.cu", "block": ["1"], "grid": ["1"]}
+})J";
+
+KernelFamily tma_gemm(const test::TempDir& dir) {
+  const auto folder = dir.path / "gemm_tma";
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "family.json") << kTmaGemmJson;
+  std::ofstream(folder / "gemm_tma.cu") << "extern \"C\" __global__ void gemm_tma() {}\n";
+  std::ofstream(folder / "gemm_tma_reference.cu") << "extern \"C\" __global__ void gemm_tma_reference() {}\n";
+  return load_families({folder}).at(0);
+}
+
+Params tma_params(std::int64_t bm, std::int64_t bk, std::int64_t cl, std::int64_t over = 0) {
+  return {{"BM", bm}, {"BK", bk}, {"CL", cl}, {"OVER", over}};
+}
+
+}  // namespace
+
+// Tensor maps, clusters and the architecture suffix are checked before compiling, each with its reason.
+TEST(Plan, TensorMapsClustersAndArchSuffixArePrunedWithTheirReason) {
+  test::TempDir dir;
+  const KernelFamily f = tma_gemm(dir);
+  const DeviceLimits h100 = load_profile("h100"), a100 = load_profile("a100");
+  const ProblemKey square = f.make_problem({1024, 1024, 1024}, {});
+  const auto ok = prune_before_compile(f, h100, square, f.default_params());
+  ASSERT_EQ(ok.outcome, Outcome::ok) << ok.reason;
+  EXPECT_EQ(ok.launch.cluster, (std::array<long long, 3>{2, 1, 1}));
+  EXPECT_EQ(ok.launch.cluster_size(), 2);
+  ASSERT_EQ(ok.launch.tensor_maps.size(), 3u);
+  EXPECT_EQ(ok.launch.tensor_maps[0].name, "tma_A");
+
+  const struct {
+    const DeviceLimits& device;
+    std::vector<std::int64_t> size;
+    Params params;
+    std::string reason;
+  } cases[] = {
+      // A bf16 matrix whose rows are not 16-byte aligned: K = 1001 gives rows of 2002 bytes.
+      {h100,
+       {1024, 1024, 1001},
+       tma_params(128, 64, 2),
+       "tensor map tma_A: stride 2002 bytes (dims[1]) is not a multiple of 16: TMA needs 16-byte aligned "
+       "rows"},
+      {h100,
+       {1024, 1024, 1024},
+       tma_params(512, 64, 1),
+       "tensor map tma_A: box[1] = 512 is outside [1, 256]"},
+      {h100,
+       {1024, 1024, 1024},
+       tma_params(128, 128, 2),
+       "tensor map tma_A: box[0] is 256 bytes (128 x 2), more than the 128-byte swizzle span"},
+      {h100,
+       {1024, 1024, 1024},
+       tma_params(128, 4, 2),
+       "tensor map tma_A: box[0] is 8 bytes (4 x 2), not a multiple of 16"},
+      // One row more than A holds: the last row starts at 1024 * 2048 bytes and ends 2048 bytes later.
+      {h100,
+       {1024, 1024, 1024},
+       tma_params(128, 64, 2, 1),
+       "tensor map tma_A: reaches 2099200 bytes into A, which holds 2097152: TMA would touch memory outside "
+       "the buffer"},
+      {h100,
+       {1024, 1024, 8589934592LL},
+       tma_params(128, 64, 2),
+       "tensor map tma_A: dims[0] = 8589934592 is outside [1, 2^32]"},
+      // N = 1064: 133 blocks along x, which clusters of 2 do not divide.
+      {h100,
+       {1024, 1064, 1024},
+       tma_params(128, 64, 2),
+       "cluster: grid x 133 is not a multiple of the cluster's 2"},
+      {h100, {1024, 1024, 1024}, tma_params(128, 64, 16), "cluster: x 16 blocks > 8, the portable maximum"},
+      {a100,
+       {1024, 1024, 1024},
+       tma_params(128, 64, 2),
+       "arch: sm_80a does not exist: the \"a\" suffix needs sm_90 or newer"},
+  };
+  for (const auto& c : cases) {
+    const auto got = prune_before_compile(f, c.device, f.make_problem(c.size, {}), c.params);
+    EXPECT_EQ(got.outcome, Outcome::pruned) << c.reason;
+    EXPECT_EQ(got.reason, c.reason);
+  }
+  // Without the suffix, an A100 refuses the cluster, then the tensor maps.
+  KernelFamily plain = f;
+  plain.arch_suffix = "";
+  EXPECT_EQ(prune_before_compile(plain, a100, square, tma_params(128, 64, 2)).reason,
+            "cluster: clusters of 2 blocks need sm_90 or newer; the device is sm_80");
+  EXPECT_EQ(prune_before_compile(plain, a100, square, tma_params(128, 64, 1)).reason,
+            "tensor map tma_A: TMA needs sm_90 or newer; the device is sm_80");
+  KernelFamily family_specific = f;
+  family_specific.arch_suffix = "f";
+  EXPECT_EQ(prune_before_compile(family_specific, h100, square, f.default_params()).reason,
+            "arch: sm_90f does not exist: the \"f\" suffix needs sm_100 or newer");
+}
+
+// The architecture suffix is part of the compile job and so of its cache key; NVRTC compiles wgmma only for
+// sm_90a, through the family's own path.
+TEST(Plan, ArchSuffixReachesTheCompileAndItsCacheKey) {
+  test::TempDir dir;
+  const KernelFamily f = tma_gemm(dir);
+  const DeviceLimits h100 = load_profile("h100");
+  const CompileJob job = compile_job(f, h100, f.default_params());
+  EXPECT_EQ(job.arch, "sm_90a");
+  KernelFamily plain = f;
+  plain.arch_suffix = "";
+  EXPECT_EQ(compile_job(plain, h100, f.default_params()).arch, "sm_90");
+  const CompileCache cache(dir.path / "cache");
+  EXPECT_NE(cache.key(job), cache.key(compile_job(plain, h100, f.default_params())));
+
+  const auto folder = dir.path / "wgmma_fence";
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "family.json") << R"J({
+    "name": "wgmma_fence", "source": "wgmma_fence.cu", "kernel": "wgmma_fence", "arch_suffix": "a",
+    "problem": {"dims": ["n"]},
+    "parameters": {"BLOCK": {"values": [128]}},
+    "launch": {"block": ["BLOCK"], "grid": ["ceil_div(n, BLOCK)"]},
+    "arguments": [{"name": "x", "buffer": "float", "count": "n", "role": "output"},
+                  {"name": "n", "scalar": "int", "value": "n"}],
+    "metric": {"unit": "GB/s", "work": "4 * n"},
+    "reference": {"kernel": "wgmma_fence.cu", "block": ["1"], "grid": ["1"]}
+  })J";
+  std::ofstream(folder / "wgmma_fence.cu")
+      << "extern \"C\" __global__ void wgmma_fence(float* x, int n) {\n"
+         "  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n"
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  if (i < n) x[i] = 1.0f;\n}\n";
+  const KernelFamily wgmma = load_families({folder}).at(0);
+  const ProblemKey p = wgmma.make_problem({1000}, {});
+  const Plan with_suffix = make_plan(wgmma, h100, p, cache, PlanOptions{});
+  ASSERT_EQ(with_suffix.configs.size(), 1u);
+  EXPECT_EQ(with_suffix.configs[0].outcome, Outcome::ok) << with_suffix.configs[0].reason;
+  EXPECT_GT(with_suffix.configs[0].usage.registers, 0);
+  KernelFamily without = wgmma;
+  without.arch_suffix = "";
+  const Plan no_suffix = make_plan(without, h100, p, cache, PlanOptions{});
+  EXPECT_EQ(no_suffix.configs[0].outcome, Outcome::compile_failed);
+  EXPECT_NE(no_suffix.configs[0].reason.find("wgmma.fence"), std::string::npos)
+      << no_suffix.configs[0].reason;
+}
+
+// The GPU tests' tensor-map and cluster families (a TMA load completing on an mbarrier, cluster registers)
+// compile with NVRTC for the H100 through the plan.
+TEST(Plan, TensorMapFixturesCompileForSm90a) {
+  test::TempDir dir;
+  const CompileCache cache(dir.path);
+  const auto fams = load_families({test::templates_dir(), test::fixtures_dir() / "families"});
+  const DeviceLimits h100 = load_profile("h100");
+  for (const char* name : {"tma_tile", "tma_tile_rows"}) {
+    const KernelFamily& f = find_family(fams, name);
+    const Plan plan = make_plan(f, h100, f.make_problem({100, 36}, {}), cache, PlanOptions{});
+    EXPECT_EQ(plan.count(Outcome::ok), plan.configs.size()) << name;
+    for (const auto& c : plan.configs)
+      EXPECT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(c.params) << ": " << c.reason;
+  }
+}

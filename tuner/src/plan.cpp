@@ -17,6 +17,126 @@ std::string kb(long long bytes) {
   return out.str();
 }
 
+// The device's compute capability as 10 x major + minor (90 on the H100).
+int device_cc(const DeviceLimits& device) { return device.cc_major * 10 + device.cc_minor; }
+
+// Why the family's architecture suffix does not exist for the device ("" when it does): NVRTC knows sm_XXa
+// from sm_90 on and sm_XXf from sm_100 on.
+std::string arch_suffix_problem(const KernelFamily& family, const DeviceLimits& device) {
+  const int needs = family.arch_suffix == "a" ? 90 : family.arch_suffix == "f" ? 100 : 0;
+  if (device_cc(device) >= needs) return "";
+  return "arch: " + device.arch() + family.arch_suffix + " does not exist: the \"" + family.arch_suffix +
+         "\" suffix needs sm_" + std::to_string(needs) + " or newer";
+}
+
+// Why the cluster cannot be launched ("" when it can): cuLaunchKernelEx refuses a cluster that does not
+// divide the grid, more than the portable 8 blocks, or any cluster before sm_90.
+std::string cluster_problem(const LaunchGeometry& launch, const DeviceLimits& device) {
+  static const char* axis = "xyz";
+  for (int i = 0; i < 3; ++i) {
+    if (launch.cluster[i] < 1)
+      return std::string("cluster: ") + axis[i] + " " + std::to_string(launch.cluster[i]) +
+             " must be at least 1";
+    if (launch.cluster[i] > kMaxPortableClusterSize)
+      return std::string("cluster: ") + axis[i] + " " + std::to_string(launch.cluster[i]) + " blocks > " +
+             std::to_string(kMaxPortableClusterSize) + ", the portable maximum";
+  }
+  const long long size = launch.cluster_size();
+  if (size > kMaxPortableClusterSize)
+    return "cluster: " + std::to_string(size) + " blocks (" + std::to_string(launch.cluster[0]) + " x " +
+           std::to_string(launch.cluster[1]) + " x " + std::to_string(launch.cluster[2]) + ") > " +
+           std::to_string(kMaxPortableClusterSize) + ", the portable maximum";
+  if (size > 1 && device_cc(device) < 90)
+    return "cluster: clusters of " + std::to_string(size) + " blocks need sm_90 or newer; the device is " +
+           device.arch();
+  for (int i = 0; i < 3; ++i)
+    if (launch.grid[i] % launch.cluster[i] != 0)
+      return std::string("cluster: grid ") + axis[i] + " " + std::to_string(launch.grid[i]) +
+             " is not a multiple of the cluster's " + std::to_string(launch.cluster[i]);
+  return "";
+}
+
+using u128 = unsigned __int128;
+
+std::string to_text(u128 v) {
+  std::string out;
+  do {
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v);
+  return out;
+}
+
+// Evaluates one tensor map into `out` and checks it against cuTensorMapEncodeTiled's rules and against its
+// buffer's size; returns why it cannot be encoded or used ("" when it can). Throws ExprError.
+std::string tensor_map_problem(const KernelFamily& family, const Argument& arg, const Vars& vars,
+                               const DeviceLimits& device, TensorMapValues& out) {
+  const TensorMapArg& m = arg.tensor_map;
+  if (device_cc(device) < 90) return "TMA needs sm_90 or newer; the device is " + device.arch();
+  out.name = arg.name;
+  out.buffer = m.buffer;
+  out.element = m.element;
+  out.tf32 = m.tf32;
+  out.oob_nan = m.oob_nan;
+  const std::uint64_t elem = size_of(m.element);
+  const std::size_t rank = m.dims.size();
+  constexpr std::int64_t kMaxDim = std::int64_t{1} << 32;
+  constexpr std::int64_t kMaxStride = std::int64_t{1} << 40;
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t d = m.dims[i].eval(vars);
+    if (d < 1 || d > kMaxDim)
+      return "dims[" + std::to_string(i) + "] = " + std::to_string(d) + " is outside [1, 2^32]";
+    out.dims.push_back(static_cast<std::uint64_t>(d));
+  }
+  u128 packed = u128{out.dims[0]} * elem;
+  for (std::size_t i = 1; i < rank; ++i) {
+    const std::string which = " bytes (dims[" + std::to_string(i) + "])";
+    u128 stride = packed;
+    if (!m.strides.empty()) {
+      const std::int64_t s = m.strides[i - 1].eval(vars);
+      if (s < 1) return "stride " + std::to_string(s) + which + " must be positive";
+      stride = static_cast<u128>(s);
+    }
+    if (stride >= static_cast<u128>(kMaxStride))
+      return "stride " + to_text(stride) + which + " is not below 2^40";
+    if (stride % 16 != 0)
+      return "stride " + to_text(stride) + which + " is not a multiple of 16: TMA needs 16-byte aligned rows";
+    out.strides.push_back(static_cast<std::uint64_t>(stride));
+    packed = stride * out.dims[i];  // below 2^72: no overflow
+  }
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t b = m.box[i].eval(vars);
+    if (b < 1 || b > 256)
+      return "box[" + std::to_string(i) + "] = " + std::to_string(b) + " is outside [1, 256]";
+    out.box.push_back(static_cast<std::uint32_t>(b));
+  }
+  const std::uint64_t inner = out.box[0] * elem;
+  const std::string inner_text =
+      std::to_string(inner) + " bytes (" + std::to_string(out.box[0]) + " x " + std::to_string(elem) + ")";
+  if (inner % 16 != 0) return "box[0] is " + inner_text + ", not a multiple of 16";
+  const std::int64_t swizzle = m.swizzle.eval(vars);
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return "swizzle " + std::to_string(swizzle) + " is not 0, 32, 64 or 128 (bytes)";
+  if (swizzle > 0 && inner > static_cast<std::uint64_t>(swizzle))
+    return "box[0] is " + inner_text + ", more than the " + std::to_string(swizzle) + "-byte swizzle span";
+  out.swizzle = static_cast<int>(swizzle);
+  const std::int64_t l2 = m.l2_promotion.eval(vars);
+  if (l2 != 0 && l2 != 64 && l2 != 128 && l2 != 256)
+    return "l2_promotion " + std::to_string(l2) + " is not 0, 64, 128 or 256 (bytes)";
+  out.l2_promotion = static_cast<int>(l2);
+  // The last byte the map can address, against the bytes the buffer holds.
+  const Argument* buffer = find_argument(family, m.buffer);
+  const std::int64_t count = buffer ? buffer->count.eval(vars) : 0;
+  u128 reach = u128{out.dims[0]} * elem;
+  for (std::size_t i = 1; i < rank; ++i) reach += u128{out.dims[i] - 1} * out.strides[i - 1];
+  const u128 holds =
+      static_cast<u128>(std::max<std::int64_t>(count, 0)) * size_of(buffer ? buffer->type : m.element);
+  if (reach > holds)
+    return "reaches " + to_text(reach) + " bytes into " + m.buffer + ", which holds " + to_text(holds) +
+           ": TMA would touch memory outside the buffer";
+  return "";
+}
+
 }  // namespace
 
 std::size_t Plan::count(Outcome outcome) const {
@@ -150,8 +270,9 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
     c.reason = std::move(why);
     return c;
   };
+  if (auto why = arch_suffix_problem(family, device); !why.empty()) return prune(std::move(why));
   Vars vars = family.vars(problem, params);
-  vars[kDeviceCcVar] = device.cc_major * 10 + device.cc_minor;
+  vars[kDeviceCcVar] = device_cc(device);
   vars[kDeviceSmsVar] = device.sm_count;
   try {
     for (const auto& constraint : family.constraints)
@@ -160,6 +281,8 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
       c.launch.block[i] = family.launch.block[i].eval(vars);
     for (std::size_t i = 0; i < family.launch.grid.size(); ++i)
       c.launch.grid[i] = family.launch.grid[i].eval(vars);
+    for (std::size_t i = 0; i < family.launch.cluster.size(); ++i)
+      c.launch.cluster[i] = family.launch.cluster[i].eval(vars);
     c.launch.dynamic_smem = family.launch.dynamic_shared_bytes.eval(vars);
     c.launch.static_smem_estimate = family.launch.static_shared_bytes.eval(vars);
   } catch (const ExprError& e) {
@@ -176,6 +299,7 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
       return prune(std::string("grid: ") + axis[i] + " " + std::to_string(c.launch.grid[i]) + " blocks > " +
                    std::to_string(device.max_grid_dim[i]));
   }
+  if (auto why = cluster_problem(c.launch, device); !why.empty()) return prune(std::move(why));
   if (c.launch.threads() > device.max_threads_per_block)
     return prune("threads: " + std::to_string(c.launch.threads()) + " per block > " +
                  std::to_string(device.max_threads_per_block));
@@ -185,12 +309,27 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
   if (c.launch.static_smem_estimate + c.launch.dynamic_smem > device.shared_per_block_optin)
     return prune("shared memory: " + kb(c.launch.static_smem_estimate + c.launch.dynamic_smem) +
                  " per block > " + kb(device.shared_per_block_optin) + " opt-in maximum");
+  for (const auto& a : family.arguments) {
+    if (a.kind != ArgKind::tensor_map) continue;
+    TensorMapValues values;
+    std::string why;
+    try {
+      why = tensor_map_problem(family, a, vars, device, values);
+    } catch (const ExprError& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      c.launch.tensor_maps.clear();
+      return prune("tensor map " + a.name + ": " + why);
+    }
+    c.launch.tensor_maps.push_back(std::move(values));
+  }
   return c;
 }
 
 CompileJob compile_job(const KernelFamily& family, const DeviceLimits& device, const Params& params) {
-  return CompileJob{family.source_for(params), family.source_file, family.kernel, device.arch(),
-                    family.compile_options};
+  return CompileJob{family.source_for(params), family.source_file, family.kernel,
+                    device.arch() + family.arch_suffix, family.compile_options};
 }
 
 namespace {

@@ -19,15 +19,33 @@
 
 namespace tiletune {
 
+// A tensor map argument's values for one configuration and problem, evaluated and checked against TMA's rules
+// before compiling.
+struct TensorMapValues {
+  std::string name;    // the argument
+  std::string buffer;  // the buffer it describes
+  ElementType element = ElementType::f32;
+  bool tf32 = false;
+  std::vector<std::uint64_t> dims;     // elements, innermost first
+  std::vector<std::uint64_t> strides;  // bytes, of dims[1..]
+  std::vector<std::uint32_t> box;      // elements
+  int swizzle = 0;                     // bytes
+  int l2_promotion = 128;              // bytes
+  bool oob_nan = false;
+};
+
 struct LaunchGeometry {
   std::array<long long, 3> block{1, 1, 1};
   std::array<long long, 3> grid{1, 1, 1};
+  std::array<long long, 3> cluster{1, 1, 1};  // thread block cluster; 1 x 1 x 1: none
   long long dynamic_smem = 0;
   long long static_smem_estimate = 0;
   // The kernel's symbol in its CUBIN (the lowered name of a C++ kernel), known once compiled; empty: the
   // family's kernel name. It travels with the launch because the launch is what reaches the measure request.
   std::string kernel_symbol;
+  std::vector<TensorMapValues> tensor_maps;  // in argument order
   long long threads() const { return block[0] * block[1] * block[2]; }
+  long long cluster_size() const { return cluster[0] * cluster[1] * cluster[2]; }
 };
 
 struct PlannedConfig {
@@ -89,8 +107,13 @@ class SpaceIndex {
   std::uint64_t size_ = 1;
 };
 
-// Evaluates launch geometry and applies the constraints and the device limits that are known before
-// compiling.
+// The most blocks in a thread block cluster that every GPU with clusters launches (more needs an opt-in).
+inline constexpr long long kMaxPortableClusterSize = 8;
+
+// Evaluates launch geometry (with the cluster and the tensor maps) and applies the constraints and the device
+// limits that are known before compiling: an architecture suffix the device lacks, a cluster that does not
+// divide the grid or needs a newer GPU, a tensor map that breaks a rule of TMA's or reaches outside its
+// buffer.
 PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,
                                    const ProblemKey& problem, const Params& params);
 
@@ -137,6 +160,8 @@ class LazyCandidates {
   std::uint64_t visited_ = 0, pruned_ = 0;
 };
 
+// The one place a family's compile is described: its source for `params`, for the device's sm_XX plus the
+// family's arch_suffix (sm_90a).
 CompileJob compile_job(const KernelFamily& family, const DeviceLimits& device, const Params& params);
 
 // Records what compiling gave (resources, NVRTC's time, the kernel's lowered name for the launch) and applies
