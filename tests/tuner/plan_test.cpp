@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../test_paths.hpp"
+#include "requests.hpp"
 
 using namespace tiletune;
 
@@ -506,6 +507,58 @@ TEST(Plan, TensorMapsClustersAndArchSuffixArePrunedWithTheirReason) {
   family_specific.arch_suffix = "f";
   EXPECT_EQ(prune_before_compile(family_specific, h100, square, f.default_params()).reason,
             "arch: sm_90f does not exist: the \"f\" suffix needs sm_100 or newer");
+}
+
+// The measure request carries each tensor map's evaluated values (dims, strides, box, swizzle, L2 promotion,
+// data type, NaN fill) and the cluster, through the JSON the worker reads.
+TEST(Plan, MeasureRequestsCarryTensorMapsAndTheCluster) {
+  test::TempDir dir;
+  const KernelFamily f = tma_gemm(dir);
+  const ProblemKey p = f.make_problem({1000, 1024, 2048}, {});
+  const Params params = tma_params(128, 64, 2);
+  const auto c = prune_before_compile(f, load_profile("h100"), p, params);
+  ASSERT_EQ(c.outcome, Outcome::ok) << c.reason;
+  const wire::MeasureRequest sent = measure_request(f, p, params, c.launch, "k.cubin", MeasureSettings{});
+  const nlohmann::json j = wire::message("measure", sent);
+  EXPECT_EQ(j["kernel"]["args"][3]["tensor_map"]["type"], "bfloat16");
+  EXPECT_EQ(j["kernel"]["cluster"], nlohmann::json::array({2, 1, 1}));
+  const auto req = j.get<wire::MeasureRequest>();
+  EXPECT_EQ(req.kernel.cluster, (std::array<std::int64_t, 3>{2, 1, 1}));
+  EXPECT_EQ(req.kernel.grid, (std::array<std::int64_t, 3>{128, 8, 1}));
+  ASSERT_EQ(req.kernel.args.size(), 9u);
+  EXPECT_EQ(req.kernel.args[0].buffer, "A");
+  EXPECT_FALSE(req.kernel.args[0].is_tensor_map());
+  EXPECT_FALSE(req.kernel.args[6].is_tensor_map());
+  EXPECT_EQ(req.kernel.args[6].integer, 1000);
+
+  const wire::TensorMapSpec& a = req.kernel.args[3].tensor_map;
+  ASSERT_TRUE(req.kernel.args[3].is_tensor_map());
+  EXPECT_TRUE(req.kernel.args[3].buffer.empty());  // not a buffer: the worker encodes it over one
+  EXPECT_EQ(a.name, "tma_A");
+  EXPECT_EQ(a.buffer, "A");
+  EXPECT_EQ(a.type, wire::TensorMapDataType::bfloat16);
+  EXPECT_EQ(a.rank, 2u);
+  EXPECT_EQ(a.dims, (std::vector<std::uint64_t>{2048, 1000}));
+  EXPECT_EQ(a.strides, (std::vector<std::uint64_t>{4096}));
+  EXPECT_EQ(a.box, (std::vector<std::uint32_t>{64, 64}));
+  EXPECT_EQ(a.swizzle, 128u);
+  EXPECT_EQ(a.l2_promotion, 128u);
+  EXPECT_FALSE(a.oob_nan);
+
+  const wire::TensorMapSpec& b = req.kernel.args[4].tensor_map;
+  EXPECT_EQ(b.dims, (std::vector<std::uint64_t>{2048, 1024}));
+  EXPECT_EQ(b.strides, (std::vector<std::uint64_t>{4096}));  // packed: K * 2 bytes
+  EXPECT_EQ(b.box, (std::vector<std::uint32_t>{64, 64}));
+  EXPECT_EQ(b.swizzle, 0u);
+  EXPECT_EQ(b.l2_promotion, 256u);
+
+  const wire::TensorMapSpec& cm = req.kernel.args[5].tensor_map;
+  EXPECT_EQ(cm.type, wire::TensorMapDataType::tfloat32);
+  EXPECT_EQ(cm.dims, (std::vector<std::uint64_t>{1024, 1000}));
+  EXPECT_EQ(cm.strides, (std::vector<std::uint64_t>{4096}));
+  EXPECT_EQ(cm.box, (std::vector<std::uint32_t>{32, 64}));
+  EXPECT_EQ(cm.l2_promotion, 0u);
+  EXPECT_TRUE(cm.oob_nan);
 }
 
 // The architecture suffix is part of the compile job and so of its cache key; NVRTC compiles wgmma only for

@@ -17,7 +17,9 @@ wire::SetupRequest setup_request(const KernelFamily& family, const ProblemKey& p
                                  const MeasureSettings& settings);
 
 // The worker looks the kernel up by launch.kernel_symbol (the lowered name apply_compile_result recorded, so
-// that C++ kernels are found), or by the family's kernel name before it is known.
+// that C++ kernels are found), or by the family's kernel name before it is known. Tensor maps and the cluster
+// come from the launch as prune_before_compile evaluated it; throws SweepError for a launch that lacks a
+// tensor map's values.
 wire::MeasureRequest measure_request(const KernelFamily& family, const ProblemKey& problem,
                                      const Params& params, const LaunchGeometry& launch,
                                      const std::string& cubin_path, const MeasureSettings& settings);

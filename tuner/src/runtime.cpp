@@ -5,7 +5,9 @@
 #include <cstring>
 #include <utility>
 
+#include "cluster_launch.hpp"
 #include "requests.hpp"
+#include "tensor_map.hpp"
 #include "tiletune/bundle.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
@@ -41,6 +43,36 @@ const DeviceLimits& current_device(std::map<int, DeviceLimits>& known) {
 
 }  // namespace
 
+struct Kernel::TensorMaps {
+  // How many pointers' maps each tensor map keeps (a caching allocator hands out a few buffers in turn).
+  static constexpr std::size_t kKept = 8;
+  struct Map {
+    wire::TensorMapSpec spec;
+    std::size_t buffer = 0;                                         // its buffer's place in buffers()
+    std::vector<std::pair<const void*, EncodedTensorMap>> encoded;  // the latest pointer first
+  };
+  std::vector<Map> maps;
+  std::mutex mutex;
+
+  // Map `index` over `pointer`, encoded once per pointer while it stays among the latest kKept.
+  EncodedTensorMap over(std::size_t index, const void* pointer, const std::string& family) {
+    std::lock_guard<std::mutex> lock(mutex);
+    Map& m = maps[index];
+    const auto found =
+        std::find_if(m.encoded.begin(), m.encoded.end(), [&](const auto& e) { return e.first == pointer; });
+    if (found != m.encoded.end()) {
+      std::rotate(m.encoded.begin(), found, found + 1);
+      return m.encoded.front().second;
+    }
+    EncodedTensorMap map;
+    const std::string error = encode_tensor_map(m.spec, pointer, map);
+    if (!error.empty()) throw RuntimeError(family + ": " + error);
+    if (m.encoded.size() == kKept) m.encoded.pop_back();
+    m.encoded.insert(m.encoded.begin(), {pointer, map});
+    return map;
+  }
+};
+
 Kernel::~Kernel() {
   if (library_) cudaLibraryUnload(library_);
 }
@@ -58,9 +90,19 @@ void Kernel::launch(const std::vector<void*>& buffers, cudaStream_t stream) cons
                        ": make it current (cudaSetDevice) or ask the runtime for this GPU's kernel");
   }
   std::vector<std::uint64_t> storage(args_.size());
+  std::vector<EncodedTensorMap> maps(tensor_maps_ ? tensor_maps_->maps.size() : 0);
   std::vector<void*> slots(args_.size());
   std::size_t next = 0;
   for (std::size_t i = 0; i < args_.size(); ++i) {
+    if (args_[i].tensor_map >= 0) {
+      const auto index = static_cast<std::size_t>(args_[i].tensor_map);
+      const auto& map = tensor_maps_->maps[index];
+      if (buffers[map.buffer] == nullptr)
+        throw RuntimeError(family_ + ": no device pointer for buffer '" + map.spec.buffer + "'");
+      maps[index] = tensor_maps_->over(index, buffers[map.buffer], family_);
+      slots[i] = &maps[index];
+      continue;
+    }
     if (args_[i].buffer.empty()) {
       storage[i] = args_[i].bits;
     } else {
@@ -71,8 +113,9 @@ void Kernel::launch(const std::vector<void*>& buffers, cudaStream_t stream) cons
     }
     slots[i] = &storage[i];
   }
-  check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(grid_[0], grid_[1], grid_[2]),
-                         dim3(block_[0], block_[1], block_[2]), slots.data(), dynamic_smem_, stream),
+  check(launch_kernel(reinterpret_cast<const void*>(kernel_), dim3(grid_[0], grid_[1], grid_[2]),
+                      dim3(block_[0], block_[1], block_[2]), dim3(cluster_[0], cluster_[1], cluster_[2]),
+                      slots.data(), dynamic_smem_, stream),
         family_ + ": launch");
 }
 
@@ -264,6 +307,7 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
   for (int d = 0; d < 3; ++d) {
     k->grid_[d] = static_cast<unsigned>(spec.grid[d]);
     k->block_[d] = static_cast<unsigned>(spec.block[d]);
+    k->cluster_[d] = static_cast<unsigned>(spec.cluster[d]);
   }
   k->dynamic_smem_ = static_cast<std::size_t>(spec.dynamic_smem);
   // Past 48 KB of shared memory per block (static and dynamic together) the kernel must opt in.
@@ -274,9 +318,22 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
         cudaFuncSetAttribute(reinterpret_cast<const void*>(k->kernel_),
                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k->dynamic_smem_)),
         config + ": shared memory opt-in");
-  for (const auto& a : spec.args) {
-    k->args_.push_back({a.buffer, a.buffer.empty() ? wire::scalar_bits(a) : 0});
+  for (const auto& a : spec.args)
     if (!a.buffer.empty()) k->buffer_names_.push_back(a.buffer);
+  for (const auto& a : spec.args) {
+    Kernel::Arg arg{a.buffer, a.buffer.empty() && !a.is_tensor_map() ? wire::scalar_bits(a) : 0};
+    if (a.is_tensor_map()) {
+      // Encoded at launch, over the caller's pointer of its buffer.
+      const auto buffer = std::find(k->buffer_names_.begin(), k->buffer_names_.end(), a.tensor_map.buffer);
+      if (buffer == k->buffer_names_.end())
+        throw RuntimeError(config + ": tensor map " + a.tensor_map.name +
+                           " describes no buffer of the kernel");
+      if (!k->tensor_maps_) k->tensor_maps_ = std::make_unique<Kernel::TensorMaps>();
+      arg.tensor_map = static_cast<int>(k->tensor_maps_->maps.size());
+      k->tensor_maps_->maps.push_back(
+          {a.tensor_map, static_cast<std::size_t>(buffer - k->buffer_names_.begin()), {}});
+    }
+    k->args_.push_back(std::move(arg));
   }
   k->constant_names_ = spec.constants;
   // Sizes as the worker allocates them for this problem.

@@ -18,7 +18,9 @@
 #include <map>
 #include <sstream>
 
+#include "cluster_launch.hpp"
 #include "support_kernels_source.hpp"
+#include "tensor_map.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/library_calls.hpp"
@@ -302,6 +304,7 @@ class Timer {
 
 struct LaunchRefused {
   cudaError_t code;
+  const char* call;  // the launch call that refused
 };
 
 // One buffer of the problem: its data, the saved input of an inout buffer, and an output's truth.
@@ -321,15 +324,19 @@ struct Constant {
 struct BoundKernel {
   Library lib;
   cudaKernel_t kernel = nullptr;
-  dim3 grid, block;
+  dim3 grid, block, cluster;
   std::size_t dynamic_smem = 0;
-  std::vector<std::uint64_t> storage;  // 8 bytes per argument, enough for every pointer and scalar
+  // One slot per argument, of a tensor map's size and alignment (128 bytes): enough for every pointer, scalar
+  // and tensor map.
+  std::vector<EncodedTensorMap> storage;
   std::vector<void*> args;
 
   void launch(cudaStream_t stream) {
-    const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args.data(),
-                                           dynamic_smem, stream);
-    if (e != cudaSuccess) throw LaunchRefused{e};
+    const cudaError_t e = launch_kernel(reinterpret_cast<const void*>(kernel), grid, block, cluster,
+                                        args.data(), dynamic_smem, stream);
+    if (e != cudaSuccess)
+      throw LaunchRefused{e,
+                          cluster.x * cluster.y * cluster.z > 1 ? "cudaLaunchKernelExC" : "cudaLaunchKernel"};
   }
 };
 
@@ -510,6 +517,8 @@ class GpuSide {
                   static_cast<unsigned>(spec.grid[2]));
     k.block = dim3(static_cast<unsigned>(spec.block[0]), static_cast<unsigned>(spec.block[1]),
                    static_cast<unsigned>(spec.block[2]));
+    k.cluster = dim3(static_cast<unsigned>(spec.cluster[0]), static_cast<unsigned>(spec.cluster[1]),
+                     static_cast<unsigned>(spec.cluster[2]));
     k.dynamic_smem = static_cast<std::size_t>(spec.dynamic_smem);
     // Past 48 KB of shared memory per block (static and dynamic together) the kernel must opt in.
     cudaFuncAttributes attrs{};
@@ -518,12 +527,16 @@ class GpuSide {
       TILETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.kernel),
                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(k.dynamic_smem)));
-    k.storage.assign(spec.args.size(), 0);
+    k.storage.assign(spec.args.size(), EncodedTensorMap{});
     k.args.resize(spec.args.size());
     for (std::size_t i = 0; i < spec.args.size(); ++i) {
       const auto& a = spec.args[i];
       void* slot = &k.storage[i];
       k.args[i] = slot;
+      if (a.is_tensor_map()) {
+        bind_tensor_map(a.tensor_map, truth, k.storage[i]);
+        continue;
+      }
       if (!a.buffer.empty()) {
         const auto it = buffers_.find(a.buffer);
         if (it == buffers_.end()) throw CudaFailure{cudaErrorInvalidValue, "no buffer '" + a.buffer + "'"};
@@ -536,6 +549,25 @@ class GpuSide {
       std::memcpy(slot, &bits, sizeof bits);
     }
     return k;
+  }
+
+  // Encodes a tensor map over its buffer. The reference side (truth) gets each output's truth buffer, which a
+  // map describes only where it has the output's own type (a family's configuration as the reference);
+  // over a double truth it would be wrong, so that is refused.
+  void bind_tensor_map(const wire::TensorMapSpec& spec, bool truth, EncodedTensorMap& slot) {
+    const auto it = buffers_.find(spec.buffer);
+    if (it == buffers_.end())
+      throw CudaFailure{cudaErrorInvalidValue,
+                        "tensor map " + spec.name + ": no buffer '" + spec.buffer + "'"};
+    const Buffer& b = it->second;
+    const bool over_truth = truth && b.spec.role != BufferRole::input;
+    if (over_truth && b.spec.truth != b.spec.type)
+      throw CudaFailure{cudaErrorInvalidValue,
+                        "tensor map " + spec.name + " over the output " + spec.buffer +
+                            ": the reference receives its truth as " + to_string(b.spec.truth) + ", not " +
+                            to_string(b.spec.type) + ", which the map does not describe"};
+    const std::string error = encode_tensor_map(spec, over_truth ? b.truth.get() : b.mem.get(), slot);
+    if (!error.empty()) throw CudaFailure{cudaErrorInvalidValue, error};
   }
 
   void upload_constant(const Library& lib, const std::string& name) {
@@ -690,7 +722,7 @@ class GpuSide {
       return r;
     } catch (const LaunchRefused& f) {
       cudaGetLastError();
-      wire::Reply r = failure("launch_failed", CudaFailure{f.code, cuda_text(f.code, "cudaLaunchKernel")});
+      wire::Reply r = failure("launch_failed", CudaFailure{f.code, cuda_text(f.code, f.call)});
       return r;
     } catch (const CudaFailure& f) {
       return failure("runtime_failed", f);

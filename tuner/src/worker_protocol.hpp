@@ -65,14 +65,61 @@ struct ConstantSpec {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConstantSpec, name, type, count, fill)
 
-// One kernel argument: a buffer by name (its data, or for the reference an output's truth), or a scalar.
+// A tensor map's element type as cuTensorMapEncodeTiled takes it (int8 buffers travel as uint8: TMA copies
+// bytes, and only floating types are ever converted or filled with NaN).
+enum class TensorMapDataType {
+  uint8,
+  uint16,
+  uint32,
+  int32,
+  uint64,
+  int64,
+  float16,
+  float32,
+  float64,
+  bfloat16,
+  tfloat32
+};
+NLOHMANN_JSON_SERIALIZE_ENUM(TensorMapDataType, {{TensorMapDataType::uint8, "uint8"},
+                                                 {TensorMapDataType::uint16, "uint16"},
+                                                 {TensorMapDataType::uint32, "uint32"},
+                                                 {TensorMapDataType::int32, "int32"},
+                                                 {TensorMapDataType::uint64, "uint64"},
+                                                 {TensorMapDataType::int64, "int64"},
+                                                 {TensorMapDataType::float16, "float16"},
+                                                 {TensorMapDataType::float32, "float32"},
+                                                 {TensorMapDataType::float64, "float64"},
+                                                 {TensorMapDataType::bfloat16, "bfloat16"},
+                                                 {TensorMapDataType::tfloat32, "tfloat32"}})
+
+// A TMA descriptor to encode over a buffer's device pointer (element strides 1, no interleave).
+struct TensorMapSpec {
+  std::string name;    // the argument, for messages
+  std::string buffer;  // the buffer whose pointer it describes
+  TensorMapDataType type = TensorMapDataType::float32;
+  std::uint32_t rank = 0;              // 0: the argument is not a tensor map
+  std::vector<std::uint64_t> dims;     // elements, innermost first
+  std::vector<std::uint64_t> strides;  // bytes, rank - 1 of them
+  std::vector<std::uint32_t> box;      // elements
+  std::uint32_t swizzle = 0;           // bytes: 0, 32, 64, 128
+  std::uint32_t l2_promotion = 128;    // bytes: 0, 64, 128, 256
+  bool oob_nan = false;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TensorMapSpec, name, buffer, type, rank, dims, strides, box,
+                                                swizzle, l2_promotion, oob_nan)
+
+// One kernel argument: a buffer by name (its data, or for the reference an output's truth), a scalar, or a
+// tensor map over a buffer.
 struct ArgValue {
   std::string buffer;  // non-empty: a buffer
   ElementType scalar = ElementType::i32;
   std::int64_t integer = 0;
   double real = 0;
+  TensorMapSpec tensor_map;  // rank > 0: a tensor map
+
+  bool is_tensor_map() const { return tensor_map.rank > 0; }
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ArgValue, buffer, scalar, integer, real)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ArgValue, buffer, scalar, integer, real, tensor_map)
 
 // A scalar argument as the kernel receives it, in the low bytes of an 8-byte slot: f32 and f64 from `real`,
 // i64 from `integer`, any other type as a 32-bit int.
@@ -97,12 +144,13 @@ struct KernelSpec {
   std::string kernel;
   std::array<std::int64_t, 3> grid{1, 1, 1};
   std::array<std::int64_t, 3> block{1, 1, 1};
+  std::array<std::int64_t, 3> cluster{1, 1, 1};  // more than one block: launched as thread block clusters
   std::int64_t dynamic_smem = 0;
   std::vector<ArgValue> args;
   std::vector<std::string> constants;  // __constant__ symbols to fill in this module
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelSpec, cubin_path, kernel, grid, block, dynamic_smem,
-                                                args, constants)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelSpec, cubin_path, kernel, grid, block, cluster,
+                                                dynamic_smem, args, constants)
 
 struct Repetitions {
   int min_reps = 5;

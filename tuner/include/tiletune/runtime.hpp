@@ -66,7 +66,8 @@ class Kernel {
   const std::string& message() const { return lookup_.message; }
   // The sweep's median for the problem it was tuned for, when it was measured.
   std::optional<double> stored_median_ms() const { return lookup_.median_ms; }
-  // The loaded kernel, for launching it some other way (a CUDA graph, cudaLaunchKernelEx).
+  // The loaded kernel, for launching it some other way (a CUDA graph, cudaLaunchKernelEx): with cluster()
+  // where that is more than one block; a family with tensor maps is best launched through launch().
   cudaKernel_t handle() const { return kernel_; }
   // Where the CUBIN came from: "bundle", "cache" (the compile cache) or "compiled" (NVRTC, just now);
   // NVRTC's time when it was compiled; the wall time kernel() took to find, get and load it.
@@ -76,6 +77,8 @@ class Kernel {
   double load_ms() const { return load_ms_; }
   std::array<unsigned, 3> grid() const { return grid_; }
   std::array<unsigned, 3> block() const { return block_; }
+  // The thread block cluster it is launched with; 1 x 1 x 1: none.
+  std::array<unsigned, 3> cluster() const { return cluster_; }
   std::size_t dynamic_smem() const { return dynamic_smem_; }
   // The family's buffers, in the kernel's argument order, with their types and sizes for this problem.
   const std::vector<std::string>& buffers() const { return buffer_names_; }
@@ -85,7 +88,9 @@ class Kernel {
   const std::vector<BufferInfo>& constant_info() const { return constant_info_; }  // role is empty
 
   // Launches on `stream` with a device pointer for each of the family's buffers, by name; the problem's
-  // scalars are the kernel's own. Throws RuntimeError when a buffer is missing or the launch is refused.
+  // scalars are the kernel's own, and its tensor maps are encoded over the buffers' pointers (once per
+  // pointer: a launch with pointers seen lately reuses their maps). Throws RuntimeError when a buffer is
+  // missing, a tensor map cannot be encoded over its pointer, or the launch is refused.
   void launch(const std::map<std::string, void*>& buffers, cudaStream_t stream = nullptr) const;
   // The same with the pointers in buffers() order: no lookup by name (the Python binding's path).
   void launch(const std::vector<void*>& buffers, cudaStream_t stream = nullptr) const;
@@ -104,7 +109,9 @@ class Kernel {
   struct Arg {
     std::string buffer;  // non-empty: the caller's buffer of this name
     std::uint64_t bits = 0;
+    int tensor_map = -1;  // >= 0: the tensor map of this index
   };
+  struct TensorMaps;  // the tensor maps' values and the maps encoded lately, behind a lock
   std::string family_;
   ProblemKey problem_;
   Lookup lookup_;
@@ -113,9 +120,10 @@ class Kernel {
   double compile_ms_ = 0, load_ms_ = 0;
   cudaLibrary_t library_ = nullptr;
   cudaKernel_t kernel_ = nullptr;
-  std::array<unsigned, 3> grid_{1, 1, 1}, block_{1, 1, 1};
+  std::array<unsigned, 3> grid_{1, 1, 1}, block_{1, 1, 1}, cluster_{1, 1, 1};
   std::size_t dynamic_smem_ = 0;
   std::vector<Arg> args_;
+  std::unique_ptr<TensorMaps> tensor_maps_;  // null: none
   std::vector<std::string> buffer_names_, constant_names_;
   std::vector<BufferInfo> buffer_info_, constant_info_;
 };
