@@ -256,3 +256,29 @@ TEST(Bundle, TheRuntimeReadsOnlyTheBundle) {
         << err.what();
   }
 }
+
+// A family that reads its template from another family's folder ("source_from") and its reference from that
+// family's file needs that family in the bundle: its families/ folder loads on its own, as tuned.
+TEST(Bundle, CarriesTheFamilyThatHoldsASharedTemplate) {
+  TempDir dir;
+  const auto families = load_families({test::templates_dir(), test::fixtures_dir() / "families"});
+  const KernelFamily& rows = find_family(families, "tma_tile_rows");
+  const DeviceLimits h100 = load_profile("h100");
+  const auto db = dir.path / "t.db";
+  {
+    Store store = Store::open(db);
+    store.add_sweep(spec_for(rows, h100, {{100, 36}, {}}), {ok_result(rows.default_params(), 0.01)});
+  }
+  const auto out = dir.path / "bundle";
+  const BundleSummary summary = write_bundle(Store::open(db, Store::Mode::read_only), families, out, "", "",
+                                             CompileCache(dir.path / "cache"));
+  EXPECT_EQ(summary.entries, 1) << (summary.skipped.empty() ? "" : summary.skipped.front());
+  const Bundle b = read_bundle(out);
+  ASSERT_EQ(b.entries.size(), 1u);
+  EXPECT_EQ(b.entries[0].arch, "sm_90");  // the device's, as lookups name it; the CUBIN is sm_90a's
+  const auto bundled = load_families({b.families_dir()});
+  ASSERT_EQ(bundled.size(), 2u);
+  EXPECT_EQ(find_family(bundled, "tma_tile_rows").template_hash, rows.template_hash);
+  EXPECT_EQ(find_family(bundled, "tma_tile_rows").source, find_family(families, "tma_tile").source);
+  EXPECT_NO_THROW(find_family(bundled, "tma_tile"));
+}

@@ -60,11 +60,13 @@ bool is_bundle(const std::filesystem::path& dir) {
   return j.is_object() && j.contains("format") && j["format"].is_string() && j["format"] == kFormat;
 }
 
-// The families a family needs to load: itself and the ones its reference names, transitively.
+// The families a family needs to load: itself, the one whose folder holds its template, and the ones its
+// reference names, transitively.
 void needed_families(const std::vector<KernelFamily>& families, const std::string& name,
                      std::set<std::string>& out) {
   if (!out.insert(name).second) return;
   const KernelFamily& f = find_family(families, name);  // loaded together, so references resolve
+  if (!f.source_from.empty()) needed_families(families, f.source_from, out);
   if (!f.reference.from.empty()) needed_families(families, f.reference.from, out);
   if (f.reference.kind == Reference::Kind::family && !f.reference.family.empty())
     needed_families(families, f.reference.family, out);
