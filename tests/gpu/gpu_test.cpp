@@ -244,6 +244,43 @@ TEST(Gpu, Tf32FamilyIsCorrectAndBenchesAgainstCublasTf32) {
   }
 }
 
+// Tensor maps and clusters (sm_90): every configuration of tma_tile loads its boxes of the input with TMA
+// through the map the worker encoded, and checks that it runs as a cluster of CLUSTER blocks at its rank, so
+// the per-element check proves both; at sizes that are not box multiples (TMA fills the rest with zeros) and
+// smaller than a box. tma_tile_rows shares its template and the other kernel of its reference file. A row of
+// 37 floats (148 bytes) is pruned before anything runs.
+TEST(Gpu, TensorMapsAndClustersAreEncodedAndLaunched) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  for (const char* name : {"tma_tile", "tma_tile_rows"}) {
+    const KernelFamily& f = find_family(fams, name);
+    for (const auto& size : std::vector<std::vector<std::int64_t>>{{100, 36}, {3, 4}, {257, 260}}) {
+      const ProblemKey p = f.make_problem(size, {});
+      const SweepRun r = sweep(f, p, dir.path / "t.db");
+      ASSERT_FALSE(r.results.empty());
+      if (std::all_of(r.results.begin(), r.results.end(),
+                      [](const StoredResult& x) { return x.record.reason.rfind("arch: ", 0) == 0; }))
+        GTEST_SKIP() << "not an sm_90 GPU: " << r.results.front().record.reason;
+      std::set<std::int64_t> clusters;
+      for (const auto& x : r.results) {
+        EXPECT_EQ(x.record.outcome, Outcome::ok)
+            << name << " " << p.size_text() << " " << params_to_text(x.record.params) << ": "
+            << x.record.reason;
+        if (x.record.outcome == Outcome::ok) clusters.insert(x.record.params.at("CLUSTER"));
+      }
+      EXPECT_EQ(clusters.size(), 2u) << name << " " << p.size_text();
+    }
+    const SweepRun unaligned = sweep(f, f.make_problem({100, 37}, {}), dir.path / "t.db");
+    for (const auto& x : unaligned.results) {
+      EXPECT_EQ(x.record.outcome, Outcome::pruned);
+      EXPECT_EQ(x.record.reason,
+                "tensor map tma_in: stride 148 bytes (dims[1]) is not a multiple of 16: TMA needs 16-byte "
+                "aligned rows");
+    }
+  }
+}
+
 // A configuration that writes out of bounds breaks only the worker; one that leaves outputs unwritten is a
 // wrong result. The sweep goes on and the correct configurations are measured.
 TEST(Gpu, CrashIsolation) {

@@ -174,3 +174,51 @@ TEST(Runtime, LaunchesTheMeasuredConfigurationAndItIsCorrect) {
     EXPECT_NE(std::string(e.what()).find("changed since it was tuned"), std::string::npos) << e.what();
   }
 }
+
+// A family with a tensor map and a cluster through the runtime: the map is encoded at launch over the
+// caller's pointer (again for another pointer, not for the same one), the kernel runs as a cluster of two,
+// and a pointer TMA cannot take is refused in one line.
+TEST(Runtime, EncodesTensorMapsOverTheCallersPointersAndLaunchesClusters) {
+  if (const std::string why = gpu_missing(); !why.empty()) GTEST_SKIP() << why;
+  cudaDeviceProp props{};
+  ASSERT_EQ(cudaGetDeviceProperties(&props, 0), cudaSuccess);
+  if (props.major < 9) GTEST_SKIP() << "tensor maps and clusters need sm_90; this is " << props.name;
+  TempDir dir;
+  const auto db = dir.path / "t.db";
+  { Store created = Store::open(db); }  // nothing tuned: the family's defaults
+  runtime::Runtime rt({db, {test::fixtures_dir() / "families"}, dir.path / "cache", {}});
+  const runtime::Kernel& k = rt.kernel("tma_tile", "100x36");
+  EXPECT_EQ(k.match(), Match::not_found);
+  EXPECT_EQ(k.cluster(), (std::array<unsigned, 3>{2, 1, 1}));
+  EXPECT_EQ(k.grid(), (std::array<unsigned, 3>{2, 13, 1}));
+  EXPECT_EQ(k.buffers(), (std::vector<std::string>{"in", "out"}));  // the map is no buffer
+  ASSERT_EQ(k.buffer_info().size(), 2u);
+  const std::size_t n = 100 * 36;
+  auto check_copy = [&](const DeviceArray& in, float offset) {
+    std::vector<float> host(n);
+    for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i) + offset;
+    ASSERT_EQ(cudaMemcpy(in.p, host.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    DeviceArray out(n);
+    ASSERT_EQ(cudaMemset(out.p, 0xff, n * 4), cudaSuccess);
+    k.launch({{"in", in.p}, {"out", out.p}});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> got(n);
+    ASSERT_EQ(cudaMemcpy(got.data(), out.p, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(got, host) << "offset " << offset;
+  };
+  DeviceArray first(n), second(n);
+  check_copy(first, 0);
+  check_copy(first, 0.5f);  // the same pointer: its map again
+  check_copy(second, 7);    // another pointer: a map over it
+  try {
+    DeviceArray out(n);
+    k.launch(std::vector<void*>{first.p + 1,
+                                out.p});  // 4 bytes past the allocation's start: TMA needs 16-byte alignment
+    ADD_FAILURE() << "launched with an unaligned tensor";
+  } catch (const runtime::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor map tma_in over in"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cuTensorMapEncodeTiled returned CUresult"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
+}
