@@ -26,6 +26,9 @@
 namespace ref_gemm {
 #include "gemm_naive/gemm_reference.cu"
 }
+namespace ref_gemm_abt {
+#include "gemm_bf16_wgmma/gemm_abt_reference.cu"
+}
 namespace ref_conv1d {
 #include "conv1d_naive/conv1d_reference.cu"
 }
@@ -123,6 +126,51 @@ INSTANTIATE_TEST_SUITE_P(Sizes, GemmReference,
                          testing::Values(GemmCase{1, 1, 1}, GemmCase{37, 53, 29}, GemmCase{64, 16, 100},
                                          GemmCase{16, 17, 1}, GemmCase{1, 300, 5}, GemmCase{45, 1, 33},
                                          GemmCase{5, 7, 0}),
+                         gemm_name);
+
+// gemm_bf16_wgmma/gemm_abt_reference.cu, for the A B^T families (B given as N x K): the same geometry, one
+// kernel per input type, the inputs rounded to that type first.
+template <typename T>
+void check_gemm_abt(const GemmCase& c, T convert(float),
+                    void kernel(const T*, const T*, double*, int, int, int)) {
+  const auto [M, N, K] = c;
+  std::mt19937 rng(2000 + M * 7 + N * 13 + K);
+  std::vector<T> A, B;
+  std::vector<double> a, b;  // the same values, widened
+  for (float x : random_floats(size_t(M) * K, rng)) {
+    A.push_back(convert(x));
+    a.push_back(double(float(A.back())));
+  }
+  for (float x : random_floats(size_t(N) * K, rng)) {
+    B.push_back(convert(x));
+    b.push_back(double(float(B.back())));
+  }
+  std::vector<double> want(size_t(M) * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double acc = 0.0;
+      for (int k = 0; k < K; ++k) acc += a[size_t(i) * K + k] * b[size_t(j) * K + k];
+      want[size_t(i) * N + j] = acc;
+    }
+  std::vector<double> C = poisoned(want.size());
+  launch(dim3(ceil_div(N, 16), ceil_div(M, 16)), dim3(16, 16), kernel, A.data(), B.data(), C.data(), M, N, K);
+  expect_matches(C, want, 0.0, N);
+}
+
+class GemmAbtReference : public testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmAbtReference, EveryElementMatchesFloat64ForEachInputType) {
+  check_gemm_abt<__nv_bfloat16>(
+      GetParam(), [](float x) { return __float2bfloat16(x); }, ref_gemm_abt::gemm_abt_reference_bf16);
+  check_gemm_abt<__half>(
+      GetParam(), [](float x) { return __float2half(x); }, ref_gemm_abt::gemm_abt_reference_f16);
+  check_gemm_abt<float>(
+      GetParam(), [](float x) { return x; }, ref_gemm_abt::gemm_abt_reference_f32);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, GemmAbtReference,
+                         testing::Values(GemmCase{1, 1, 8}, GemmCase{37, 53, 24}, GemmCase{64, 16, 100},
+                                         GemmCase{1, 300, 8}, GemmCase{45, 1, 32}, GemmCase{130, 67, 64}),
                          gemm_name);
 
 // ---------------------------------------------------------------------------------------------------------

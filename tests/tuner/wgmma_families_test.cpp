@@ -1,0 +1,183 @@
+// The Hopper tensor-core GEMM families (gemm_bf16_wgmma, gemm_f16_wgmma, gemm_tf32_wgmma), everything that
+// runs without a GPU: one template shared by three families, what is pruned and why, the tensor maps and the
+// cluster a launch carries, and NVRTC compiling sampled configurations for sm_90a with every register the
+// consumers need and no serialised wgmma.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "../test_paths.hpp"
+#include "requests.hpp"
+#include "tiletune/plan.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+const std::vector<KernelFamily>& builtin() {
+  static const auto fams = load_families({tiletune::test::templates_dir()});
+  return fams;
+}
+
+const char* const kFamilies[] = {"gemm_bf16_wgmma", "gemm_f16_wgmma", "gemm_tf32_wgmma"};
+
+Params with(const KernelFamily& f, const Params& changes) {
+  Params p = f.default_params();
+  for (const auto& [k, v] : changes) p[k] = v;
+  return p;
+}
+
+int input_bytes(const KernelFamily& f) { return static_cast<int>(size_of(find_argument(f, "A")->type)); }
+
+}  // namespace
+
+TEST(WgmmaFamilies, ShareOneTemplateAndOneReferenceFileCompiledForSm90a) {
+  const KernelFamily& bf16 = find_family(builtin(), "gemm_bf16_wgmma");
+  std::set<std::string> hashes;
+  for (const char* name : kFamilies) {
+    const KernelFamily& f = find_family(builtin(), name);
+    EXPECT_EQ(f.source, bf16.source) << name;
+    EXPECT_EQ(f.reference.kernel.source, bf16.reference.kernel.source) << name;
+    EXPECT_EQ(compile_job(f, load_profile("h100"), f.default_params()).arch, "sm_90a") << name;
+    hashes.insert(f.template_hash);
+  }
+  EXPECT_EQ(hashes.size(), 3u) << "each family's sweeps are its own";
+  EXPECT_EQ(find_family(builtin(), "gemm_bf16_wgmma").reference.kernel.name, "gemm_abt_reference_bf16");
+  EXPECT_EQ(find_family(builtin(), "gemm_f16_wgmma").reference.kernel.name, "gemm_abt_reference_f16");
+  EXPECT_EQ(find_family(builtin(), "gemm_tf32_wgmma").reference.kernel.name, "gemm_abt_reference_f32");
+}
+
+// The default configuration runs on the H100 at every default size; nothing runs on an A100; K must give rows
+// of A and B that start on 16-byte boundaries.
+TEST(WgmmaFamilies, RunOnHopperOnlyAndRefuseRowsTmaCannotRead) {
+  for (const char* name : kFamilies) {
+    const KernelFamily& f = find_family(builtin(), name);
+    for (const auto& size : f.default_sizes) {
+      const ProblemKey p = f.make_problem(parse_size_text(size), {});
+      const auto c = prune_before_compile(f, load_profile("h100"), p, f.default_params());
+      EXPECT_EQ(c.outcome, Outcome::ok) << name << " " << size << ": " << c.reason;
+      const auto a100 = prune_before_compile(f, load_profile("a100"), p, f.default_params());
+      EXPECT_EQ(a100.outcome, Outcome::pruned) << name;
+    }
+    const int unit = 16 / input_bytes(f);
+    EXPECT_NO_THROW(f.make_problem({1000, 1000, 8 * unit}, {}));
+    try {
+      f.make_problem({1000, 1000, 8 * unit + 1}, {});
+      ADD_FAILURE() << name << " accepted a K whose rows are not 16-byte aligned";
+    } catch (const FamilyError& e) {
+      EXPECT_NE(std::string(e.what()).find("K must be a multiple of " + std::to_string(unit)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// An N whose rows of C are not 16-byte aligned prunes the TMA-store epilogues, saying why, and leaves the one
+// that stores from registers; an aligned N runs all three.
+TEST(WgmmaFamilies, UnalignedRowsOfCLeaveTheRegisterEpilogue) {
+  const DeviceLimits h100 = load_profile("h100");
+  for (const char* name : kFamilies) {
+    const KernelFamily& f = find_family(builtin(), name);
+    const ProblemKey odd = f.make_problem({1000, 1001, 512}, {});
+    const ProblemKey even = f.make_problem({1000, 1024, 512}, {});
+    for (std::int64_t epilogue : {0, 1, 2}) {
+      const Params params =
+          with(f, {{"EPILOGUE", epilogue}, {"STAGES", 2}, {"BN", 128}, {"BK", 128 / input_bytes(f)}});
+      const auto at_odd = prune_before_compile(f, h100, odd, params);
+      const auto at_even = prune_before_compile(f, h100, even, params);
+      if (at_even.reason.find("two deepest") != std::string::npos) continue;  // the ring depth rule, not ours
+      EXPECT_EQ(at_even.outcome, Outcome::ok) << name << " EPILOGUE=" << epilogue << ": " << at_even.reason;
+      if (epilogue == 0) {
+        EXPECT_EQ(at_odd.outcome, Outcome::ok) << name << ": " << at_odd.reason;
+      } else {
+        EXPECT_EQ(at_odd.outcome, Outcome::pruned) << name;
+        EXPECT_NE(at_odd.reason.find("tensor map tma_c"), std::string::npos) << at_odd.reason;
+        EXPECT_NE(at_odd.reason.find("multiple of 16"), std::string::npos) << at_odd.reason;
+      }
+    }
+  }
+}
+
+// The launch the worker gets for the default configuration at 4096^3 on the H100: A and B read in boxes of
+// 128 bytes of K by BM (BN) rows with 128-byte swizzle, C stored in boxes of 128 bytes by BM / CONSUMERS
+// rows, a persistent grid of one block per SM, and a cluster of two when CLUSTER_M is 2.
+TEST(WgmmaFamilies, LaunchCarriesTheTensorMapsAndTheCluster) {
+  const DeviceLimits h100 = load_profile("h100");
+  for (const char* name : kFamilies) {
+    const KernelFamily& f = find_family(builtin(), name);
+    const std::uint64_t es = static_cast<std::uint64_t>(input_bytes(f));
+    const ProblemKey p = f.make_problem({4096, 4096, 4096}, {});
+    const Params params = with(f, {{"CLUSTER_M", 2}});
+    const auto c = prune_before_compile(f, h100, p, params);
+    ASSERT_EQ(c.outcome, Outcome::ok) << name << ": " << c.reason;
+    const wire::MeasureRequest req = measure_request(f, p, params, c.launch, "k.cubin", MeasureSettings{});
+    const std::int64_t BM = params.at("BM"), BN = params.at("BN"), consumers = params.at("CONSUMERS");
+    EXPECT_EQ(req.kernel.block[0], 128 * (consumers + 1));
+    EXPECT_EQ(req.kernel.cluster, (std::array<std::int64_t, 3>{2, 1, 1}));
+    // 132 SMs hold 66 clusters of two; there are more patches of 2 x 1 tiles than that.
+    EXPECT_EQ(req.kernel.grid, (std::array<std::int64_t, 3>{132, 1, 1}));
+    ASSERT_EQ(req.kernel.args.size(), 9u);
+    const auto& a = req.kernel.args[3].tensor_map;
+    const auto& b = req.kernel.args[4].tensor_map;
+    const auto& cm = req.kernel.args[5].tensor_map;
+    EXPECT_EQ(a.buffer, "A");
+    EXPECT_EQ(a.dims, (std::vector<std::uint64_t>{4096, 4096}));
+    EXPECT_EQ(a.strides, (std::vector<std::uint64_t>{4096 * es}));
+    EXPECT_EQ(a.box, (std::vector<std::uint32_t>{static_cast<std::uint32_t>(128 / es),
+                                                 static_cast<std::uint32_t>(BM)}));
+    EXPECT_EQ(a.swizzle, 128u);
+    EXPECT_EQ(a.l2_promotion, 256u);
+    EXPECT_EQ(b.buffer, "B");
+    EXPECT_EQ(b.box, (std::vector<std::uint32_t>{static_cast<std::uint32_t>(128 / es),
+                                                 static_cast<std::uint32_t>(BN)}));
+    EXPECT_EQ(cm.buffer, "C");
+    EXPECT_EQ(cm.box, (std::vector<std::uint32_t>{static_cast<std::uint32_t>(128 / es),
+                                                  static_cast<std::uint32_t>(BM / consumers)}));
+    EXPECT_EQ(cm.swizzle, 128u);
+    const auto type = es == 4                                 ? wire::TensorMapDataType::float32
+                      : std::string(name) == "gemm_f16_wgmma" ? wire::TensorMapDataType::float16
+                                                              : wire::TensorMapDataType::bfloat16;
+    EXPECT_EQ(a.type, type) << name;
+    EXPECT_EQ(cm.type, type) << name;
+  }
+}
+
+// NVRTC compiles configurations that cover the template's branches (one and two consumers, clusters along
+// either side, the three epilogues, the deepest tiles, every wgmma width) for sm_90a: no spills, the
+// register split of two consumers (168 at entry) and no wgmma serialised by ptxas.
+TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialisedWgmma) {
+  const DeviceLimits h100 = load_profile("h100");
+  const std::vector<Params> samples = {
+      {},
+      {{"CLUSTER_N", 2}, {"EPILOGUE", 2}, {"BN", 192}, {"STAGES", 5}},
+      {{"CONSUMERS", 1}, {"BN", 128}, {"EPILOGUE", 0}, {"PERSISTENT", 0}, {"RASTER", 1}},
+      {{"BM", 256}, {"BN", 64}, {"CLUSTER_M", 2}, {"GROUP", 1}},
+  };
+  for (const char* name : kFamilies) {
+    const KernelFamily& f = find_family(builtin(), name);
+    for (const Params& changes : samples) {
+      Params params = with(f, changes);
+      const ProblemKey p = f.make_problem({4096, 4096, 4096}, {});
+      // The deepest ring that fits, so that the ring-depth rule keeps the configuration.
+      PlannedConfig c;
+      for (std::int64_t stages = 8; stages >= 2; --stages) {
+        params["STAGES"] = stages;
+        c = prune_before_compile(f, h100, p, params);
+        if (c.outcome == Outcome::ok) break;
+      }
+      ASSERT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(params) << ": " << c.reason;
+      const CompileResult r = compile(compile_job(f, h100, params));
+      const auto* k = std::get_if<CompiledKernel>(&r);
+      ASSERT_NE(k, nullptr) << name << " " << params_to_text(params) << ": "
+                            << std::get<CompileError>(r).log.substr(0, 2000);
+      EXPECT_EQ(k->usage.spill_stores + k->usage.spill_loads, 0) << name << " " << params_to_text(params);
+      if (params.at("CONSUMERS") == 2)
+        EXPECT_EQ(k->usage.registers, 168) << name << " " << params_to_text(params);
+      EXPECT_EQ(k->log.find("serialized"), std::string::npos) << k->log;
+      EXPECT_EQ(k->log.find("setmaxnreg ignored"), std::string::npos) << k->log;
+      apply_compile_result(c, r, h100);
+      EXPECT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(params) << ": " << c.reason;
+    }
+  }
+}
