@@ -244,6 +244,57 @@ TEST(Gpu, Tf32FamilyIsCorrectAndBenchesAgainstCublasTf32) {
   }
 }
 
+// The Hopper tensor-core families (wgmma, TMA, clusters): sampled configurations at sizes that are not tile
+// multiples, smaller than a tile, and with K not a multiple of BK, every element checked against float64; an
+// unaligned N leaves the TMA-store epilogue pruned and the register epilogue running. Then bench against
+// cuBLAS (C = A B^T) and gemm_tf32 in one worker.
+TEST(Gpu, WgmmaFamiliesAreCorrectOnAwkwardSizesAndBenchAgainstCublas) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  for (const char* name : {"gemm_bf16_wgmma", "gemm_f16_wgmma", "gemm_tf32_wgmma"}) {
+    const KernelFamily& f = find_family(fams, name);
+    const ElementType out = find_argument(f, "C")->type;
+    const std::vector<std::vector<std::int64_t>> sizes = {
+        {8, 8, 8}, {37, 53, 24}, {129, 67, 1032}, {300, 1000, 2000}, {640, 384, 256}, {1000, 1000, 776}};
+    std::set<std::string> features;
+    for (const auto& size : sizes) {
+      SweepOptions o = quick();
+      o.strategy = "random";
+      o.budget = 40;
+      const ProblemKey p = f.make_problem(size, {});
+      const SweepRun r = sweep(f, p, dir.path / (std::string(name) + ".db"), o);
+      int ok = 0;
+      for (const auto& x : r.results) {
+        const auto& rec = x.record;
+        if (rec.outcome == Outcome::pruned) continue;
+        ASSERT_EQ(rec.outcome, Outcome::ok)
+            << name << " " << p.size_text() << " " << params_to_text(rec.params) << ": " << rec.reason;
+        ++ok;
+        EXPECT_LE(*rec.error, f.reference.tolerance_for(out).rtol)
+            << name << " " << p.size_text() << " " << params_to_text(rec.params);
+        const Params& c = rec.params;
+        if (c.at("CLUSTER_M") == 2) features.insert("cluster_m");
+        if (c.at("CLUSTER_N") == 2) features.insert("cluster_n");
+        if (c.at("EPILOGUE") == 1) features.insert("tma_store");
+        if (c.at("PERSISTENT") == 1) features.insert("persistent");
+        if (c.at("CONSUMERS") == 1) features.insert("one_consumer");
+      }
+      EXPECT_GE(ok, 20) << name << " " << p.size_text();
+    }
+    EXPECT_EQ(features.size(), 5u) << name << ": not every feature was sampled";
+    const ProblemKey p = f.make_problem({640, 384, 256}, {});
+    const auto [rows, log] = bench(fams, f, p, dir.path / (std::string(name) + ".db"));
+    ASSERT_EQ(rows.size(), 2u) << log;
+    EXPECT_EQ(rows[0].baseline, out == ElementType::f32 ? "cublas_gemm_abt_tf32" : "cublas_gemm_abt");
+    EXPECT_EQ(rows[1].baseline, "gemm_tf32");
+    for (const auto& r : rows) {
+      EXPECT_EQ(r.config_source, "tuned");
+      EXPECT_GT(r.ratio, 0);
+    }
+  }
+}
+
 // Tensor maps and clusters (sm_90): every configuration of tma_tile loads its boxes of the input with TMA
 // through the map the worker encoded, and checks that it runs as a cluster of CLUSTER blocks at its rank, so
 // the per-element check proves both; at sizes that are not box multiples (TMA fills the rest with zeros) and
