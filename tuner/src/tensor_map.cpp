@@ -89,8 +89,9 @@ std::string describe_tensor_map(const wire::TensorMapSpec& spec) {
 
 std::string encode_tensor_map(const wire::TensorMapSpec& spec, const void* global, EncodedTensorMap& out) {
   const auto failed = [&](const std::string& why) {
-    return "tensor map " + describe_tensor_map(spec) + ", at " +
-           std::to_string(reinterpret_cast<std::uintptr_t>(global)) + ": " + why;
+    std::ostringstream address;
+    address << global;  // TMA needs it 16-byte aligned
+    return "tensor map " + describe_tensor_map(spec) + ", address " + address.str() + ": " + why;
   };
   if (spec.rank < 1 || spec.rank > 5 || spec.dims.size() != spec.rank || spec.box.size() != spec.rank ||
       spec.strides.size() + 1 != spec.rank)
