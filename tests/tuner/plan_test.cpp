@@ -186,6 +186,12 @@ TEST(Plan, EveryConfigurationCompilesForSm80AndSm90) {
       std::vector<Params> runnable;
       for (const auto& c : make_plan(f, device, p, cache, o).configs)
         if (c.outcome == Outcome::ok) runnable.push_back(c.params);
+      if (runnable.empty() && std::string(profile) == "a100") {
+        // Only the Hopper families run nothing there, and they say so.
+        const auto d = prune_before_compile(f, device, p, f.default_params());
+        EXPECT_NE(d.reason.find("\"a\" suffix needs sm_90"), std::string::npos) << f.name << ": " << d.reason;
+        continue;
+      }
       constexpr std::size_t kSample = 60;
       if (runnable.size() > kSample) {
         std::vector<Params> sample;

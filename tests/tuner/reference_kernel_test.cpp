@@ -546,6 +546,13 @@ const std::vector<DeclaredReference>& declared_references() {
        {"ceil_div(N, 16)", "ceil_div(M, 16)"},
        "double",
        parameter_types(ref_gemm::gemm_reference)},
+      {"gemm_bf16_wgmma",
+       "gemm_abt_reference.cu",
+       "gemm_abt_reference_bf16",
+       {"16", "16"},
+       {"ceil_div(N, 16)", "ceil_div(M, 16)"},
+       "double",
+       parameter_types(ref_gemm_abt::gemm_abt_reference_bf16)},
       {"conv1d_naive",
        "conv1d_reference.cu",
        "conv1d_reference",
@@ -581,6 +588,15 @@ const std::vector<DeclaredReference>& declared_references() {
        {"ceil_div(rows, 128)"},
        "double",
        parameter_types(ref_softmax::softmax_reference)},
+  };
+  return all;
+}
+
+// The other kernels of a reference file that families name with "from" and "name": their parameter types.
+const std::map<std::string, std::vector<std::string>>& other_reference_kernels() {
+  static const std::map<std::string, std::vector<std::string>> all = {
+      {"gemm_abt_reference_f16", parameter_types(ref_gemm_abt::gemm_abt_reference_f16)},
+      {"gemm_abt_reference_f32", parameter_types(ref_gemm_abt::gemm_abt_reference_f32)},
   };
   return all;
 }
@@ -667,6 +683,18 @@ TEST(ReferenceArguments, EveryFamilyPassesWhatItsReferenceKernelTakes) {
       ADD_FAILURE() << owner << "/" << owner_reference["kernel"] << " has no CPU test in this file";
       continue;
     }
+    // A family may name another kernel of the owner's file.
+    const std::string kernel = reference.value("name", std::string(it->second->name));
+    const std::vector<std::string>* parameters = &it->second->parameters;
+    if (kernel != it->second->name) {
+      const auto other = other_reference_kernels().find(kernel);
+      if (other == other_reference_kernels().end()) {
+        ADD_FAILURE() << owner << "/" << owner_reference["kernel"] << ": kernel " << kernel
+                      << " has no CPU test in this file";
+        continue;
+      }
+      parameters = &other->second;
+    }
     nlohmann::json entries = reference.contains("arguments")         ? reference["arguments"]
                              : owner_reference.contains("arguments") ? owner_reference["arguments"]
                                                                      : nlohmann::json::array();
@@ -676,7 +704,7 @@ TEST(ReferenceArguments, EveryFamilyPassesWhatItsReferenceKernelTakes) {
     std::vector<std::string> passed;
     for (const auto& e : entries)
       passed.push_back(passed_type(family, e, owner_reference.value("outputs", "double")));
-    EXPECT_EQ(passed, it->second->parameters) << "what " << name << " passes to " << it->second->name;
+    EXPECT_EQ(passed, *parameters) << "what " << name << " passes to " << kernel;
     ++checked;
   }
   EXPECT_GT(checked, 0) << "no family.json declares a reference kernel";
