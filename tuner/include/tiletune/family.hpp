@@ -143,7 +143,7 @@ struct Reference {
   // "from": the family whose reference kernel file this one uses; a "name", "block", "grid" or "arguments"
   // given here as well replace that kernel's own.
   std::string from;
-  std::string family;      // Kind::family: run that family's configuration
+  std::string family;  // Kind::family: run that family's configuration
   Params config;
   std::shared_ptr<const KernelFamily> family_def;  // resolved by load_families
   std::optional<double> rtol, atol, scale_floor;
