@@ -10,6 +10,7 @@
 
 #include "schema.hpp"
 #include "store_rows.hpp"
+#include "tiletune/build_info.hpp"
 #include "tiletune/json_depth.hpp"
 
 namespace tiletune {

@@ -14,6 +14,7 @@
 
 #include "sqlite.hpp"
 #include "store_rows.hpp"
+#include "tiletune/build_info.hpp"
 #include "tiletune/json_depth.hpp"
 
 namespace tiletune {

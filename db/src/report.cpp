@@ -16,6 +16,7 @@
 
 #include "sqlite.hpp"
 #include "store_rows.hpp"
+#include "tiletune/build_info.hpp"
 #include "tiletune/json_depth.hpp"
 #include "tiletune/store.hpp"
 #include "tiletune/utf8.hpp"

@@ -2,6 +2,7 @@
 
 #include "schema.hpp"
 #include "store_rows.hpp"
+#include "tiletune/build_info.hpp"
 
 namespace tiletune {
 

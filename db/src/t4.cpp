@@ -8,6 +8,7 @@
 #include <set>
 
 #include "store_rows.hpp"
+#include "tiletune/build_info.hpp"
 
 namespace tiletune {
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tiletune/build_info.hpp"
 #include "tiletune/bundle.hpp"
 #include "tiletune/client.hpp"
 #include "tiletune/family.hpp"

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "cli.hpp"
+#include "tiletune/build_info.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/sweep.hpp"
 #include "tiletune/utf8.hpp"

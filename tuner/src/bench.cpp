@@ -3,6 +3,7 @@
 #include <iomanip>
 
 #include "requests.hpp"
+#include "tiletune/build_info.hpp"
 #include "tiletune/plan.hpp"
 
 namespace tiletune {

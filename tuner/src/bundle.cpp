@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "tiletune/build_info.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/utf8.hpp"

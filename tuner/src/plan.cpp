@@ -4,6 +4,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "tiletune/build_info.hpp"
+
 namespace tiletune {
 
 namespace {
