@@ -362,9 +362,8 @@ class GpuSide {
     timer_ = std::make_unique<Timer>(stream_, device_.l2_bytes);
     CompileCache cache(CompileCache::default_dir());
     CompileJob job{kSupportKernelsSource, "tiletune_support.cu", "tt_fill_float", device_.arch(), {}};
-    const std::string key = cache.key(job);
-    CompileResult r = cache.load(key).value_or(compile(job));
-    cache.store(key, r);
+    // value_or(compile(job)) would compile on every start, cached or not.
+    CompileResult r = cache.load_or_compile(cache.key(job), job);
     if (auto* err = std::get_if<CompileError>(&r))
       throw CudaFailure{cudaErrorUnknown, "support kernels: " + err->log};
     support_ = Library(std::get<CompiledKernel>(r).cubin);
