@@ -30,17 +30,39 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--db", required=True, help="tiletune database holding the brute-force sweeps")
     p.add_argument("--tiletune", default="build/tools/tiletune/tiletune", help="the tiletune binary")
-    p.add_argument("--sweep", type=int, action="append", help="sweep id (repeatable; default: every complete "
-                   "brute-force sweep in --db)")
-    p.add_argument("--cache", action="append", default=[], help="a Kernel Tuner cache file to search as well "
-                   "(repeatable), e.g. one written earlier by tiletune export")
-    p.add_argument("--strategy", action="append", help="Kernel Tuner strategy (repeatable; default: %s)" %
-                   ", ".join(DEFAULT_STRATEGIES))
+    p.add_argument(
+        "--sweep",
+        type=int,
+        action="append",
+        help="sweep id (repeatable; default: every complete " "brute-force sweep in --db)",
+    )
+    p.add_argument(
+        "--cache",
+        action="append",
+        default=[],
+        help="a Kernel Tuner cache file to search as well "
+        "(repeatable), e.g. one written earlier by tiletune export",
+    )
+    p.add_argument(
+        "--strategy",
+        action="append",
+        help="Kernel Tuner strategy (repeatable; default: %s)" % ", ".join(DEFAULT_STRATEGIES),
+    )
     p.add_argument("--seeds", type=int, default=20, help="runs per strategy and space, seeds 0..N-1")
-    p.add_argument("--max-fevals", type=int, default=0, help="evaluation budget of a run (default 0: the "
-                   "number of runnable configurations, so a run may measure the whole space)")
-    p.add_argument("--run-wall-limit", type=float, default=300.0, help="seconds of real time after which a "
-                   "run is stopped and recorded as such (Kernel Tuner's own model fitting can be slow)")
+    p.add_argument(
+        "--max-fevals",
+        type=int,
+        default=0,
+        help="evaluation budget of a run (default 0: the "
+        "number of runnable configurations, so a run may measure the whole space)",
+    )
+    p.add_argument(
+        "--run-wall-limit",
+        type=float,
+        default=300.0,
+        help="seconds of real time after which a "
+        "run is stopped and recorded as such (Kernel Tuner's own model fitting can be slow)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="runs at once (processes)")
     p.add_argument("--workdir", default="kt_compare_work", help="folder for the exported cache files")
     p.add_argument("--json", default="bench/results/h100-kt-strategies.json", help="results file to write")
@@ -54,7 +76,8 @@ def reference_sweeps(db):
     try:
         rows = con.execute(
             "SELECT s.id FROM sweeps s WHERE s.kind = 'sweep' AND s.strategy = 'brute_force' "
-            "AND s.status = 'done' ORDER BY s.id").fetchall()
+            "AND s.status = 'done' ORDER BY s.id"
+        ).fetchall()
     finally:
         con.close()
     return [r[0] for r in rows]
@@ -101,7 +124,11 @@ def simulated_ms(result):
     """What Kernel Tuner's simulation runner charges for a first visit: the three times, or nothing when the
     cache lacks one of them (as its runner does, e.g. for a configuration that failed to compile)."""
     try:
-        return float(result["compile_time"]) + float(result["verification_time"]) + float(result["benchmark_time"])
+        return (
+            float(result["compile_time"])
+            + float(result["verification_time"])
+            + float(result["benchmark_time"])
+        )
     except (KeyError, TypeError, ValueError):
         return 0.0
 
@@ -151,6 +178,7 @@ def _install_observer():
     """Wraps the simulation runner so each batch it evaluates is seen, and a run ends through Kernel Tuner's
     own budget (the strategy then stops as at max_fevals) once nothing more can change its record."""
     from kernel_tuner.runners.simulation import SimulationRunner
+
     if getattr(SimulationRunner.run, "_kt_compare", False):
         return
     original = SimulationRunner.run
@@ -176,6 +204,7 @@ def _seed_everything(seed):
     import numpy as np
     from scipy.stats import qmc
     from kernel_tuner.strategies import bayes_opt
+
     random.seed(seed)
     np.random.seed(seed)
     bayes_opt.LatinHypercube = lambda d, **kw: qmc.LatinHypercube(d, rng=np.random.randint(2**31), **kw)
@@ -185,10 +214,13 @@ def _restrictions(cache_path):
     """The configurations tiletune pruned before measuring (Kernel Tuner's InvalidConfig) are outside the
     space, as restrictions would put them; failures to compile or run stay in it, costing what they cost."""
     from constraint import FunctionConstraint
+
     with open(cache_path) as f:
         doc = json.load(f)
     names = doc["tune_params_keys"]
-    allowed = {tuple(v[n] for n in names) for v in doc["cache"].values() if v.get("__error__") != "InvalidConfig"}
+    allowed = {
+        tuple(v[n] for n in names) for v in doc["cache"].values() if v.get("__error__") != "InvalidConfig"
+    }
     return [FunctionConstraint(lambda *values: values in allowed)], doc
 
 
@@ -201,14 +233,24 @@ def run_one(job):
     try:
         from kernel_tuner import tune_kernel
         from kernel_tuner.util import infer_args_from_cache
+
         warnings.simplefilter("ignore")
         _install_observer()
         restrictions, doc = _restrictions(space["cache"])
         _seed_everything(seed)
         _current = Progress(space["optimum_ms"], wall_limit)
-        _, env = tune_kernel(**infer_args_from_cache(doc), cache=space["cache"], restrictions=restrictions,
-                             simulation_mode=True, strategy=strategy, strategy_options={"max_fevals": max_fevals},
-                             quiet=True, seed=seed)
+        # brute force takes no options: the space is its budget
+        options = {} if strategy == "brute_force" else {"max_fevals": max_fevals}
+        _, env = tune_kernel(
+            **infer_args_from_cache(doc),
+            cache=space["cache"],
+            restrictions=restrictions,
+            simulation_mode=True,
+            strategy=strategy,
+            strategy_options=options,
+            quiet=True,
+            seed=seed
+        )
         record.update(_record_of(_current))
         record["kt_simulated_s_total"] = float(env.get("simulated_time", 0)) / 1000.0
     except Exception as e:  # a strategy that fails is recorded, and the others go on
@@ -221,8 +263,11 @@ def run_one(job):
 
 
 def _record_of(progress):
-    rec = {"evaluations": len(progress.seen), "best_ms": progress.best_ms if progress.seen else None,
-           "stopped": progress.stopped}
+    rec = {
+        "evaluations": len(progress.seen),
+        "best_ms": progress.best_ms if progress.seen else None,
+        "stopped": progress.stopped,
+    }
     for t in THRESHOLDS:
         hit = progress.hit.get(t)
         rec["evals_to_%d" % t] = hit[0] if hit else None
@@ -239,14 +284,24 @@ def spread(values):
         return None
     n = len(xs)
     fin = lambda x: None if x == float("inf") else x
-    return {"median": fin(statistics.median(xs)), "p25": fin(xs[(n - 1) // 4]), "p75": fin(xs[-1 - (n - 1) // 4]),
-            "min": fin(xs[0]), "max": fin(xs[-1]), "reached": sum(v is not None for v in values), "runs": n}
+    return {
+        "median": fin(statistics.median(xs)),
+        "p25": fin(xs[(n - 1) // 4]),
+        "p75": fin(xs[-1 - (n - 1) // 4]),
+        "min": fin(xs[0]),
+        "max": fin(xs[-1]),
+        "reached": sum(v is not None for v in values),
+        "runs": n,
+    }
 
 
 def summarise(runs):
     out = {}
-    for key in ["evals_to_%d" % t for t in THRESHOLDS] + ["simulated_s_to_%d" % t for t in THRESHOLDS] + \
-               ["strategy_s_to_1", "wall_s"]:
+    for key in (
+        ["evals_to_%d" % t for t in THRESHOLDS]
+        + ["simulated_s_to_%d" % t for t in THRESHOLDS]
+        + ["strategy_s_to_1", "wall_s"]
+    ):
         out[key] = spread([r.get(key) for r in runs])
     out["errors"] = sorted({r["error"] for r in runs if "error" in r})
     return out
@@ -254,6 +309,7 @@ def summarise(runs):
 
 def kernel_tuner_version():
     from importlib.metadata import version
+
     return version("kernel_tuner")
 
 
@@ -286,9 +342,19 @@ def search_space(space, args, pool):
         runs = pool.map(run_one, jobs, chunksize=1)
         space["strategies"][strategy] = {"runs": runs, "summary": summarise(runs)}
         s = space["strategies"][strategy]["summary"]["evals_to_1"]
-        print("%s %s: %s: evaluations to 1%%: median %s, reached %d/%d, %.0f s" % (
-            space["family"], space["size"], strategy, s["median"], s["reached"], s["runs"],
-            sum(r["wall_s"] for r in runs)), file=sys.stderr)
+        print(
+            "%s %s: %s: evaluations to 1%%: median %s, reached %d/%d, %.0f s"
+            % (
+                space["family"],
+                space["size"],
+                strategy,
+                s["median"],
+                s["reached"],
+                s["runs"],
+                sum(r["wall_s"] for r in runs),
+            ),
+            file=sys.stderr,
+        )
 
 
 def cell(s, digits=0):
@@ -301,26 +367,41 @@ def cell(s, digits=0):
 
 
 def markdown(doc):
-    lines = ["Kernel Tuner %s strategies in simulation mode on tiletune's brute-force sweeps: unique "
-             "configurations measured until the best-so-far is within 1%%, 2%% and 5%% of the sweep's optimum, "
-             "and Kernel Tuner's simulated seconds (compile + benchmark, one at a time) until within 1%%. "
-             "Median [25th-75th percentile] over %d seeds; (k/n): only k of n runs got there within the budget "
-             "(%s); '-': fewer than half did." % (doc["kernel_tuner_version"], doc["seeds"], doc["budget"]), "",
-             "| space | runnable (pruned) | optimum ms | strategy | evals to 1% | to 2% | to 5% | simulated s to 1% |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "Kernel Tuner %s strategies in simulation mode on tiletune's brute-force sweeps: unique "
+        "configurations measured until the best-so-far is within 1%%, 2%% and 5%% of the sweep's optimum, "
+        "and Kernel Tuner's simulated seconds (compile + benchmark, one at a time) until within 1%%. "
+        "Median [25th-75th percentile] over %d seeds; (k/n): only k of n runs got there within the budget "
+        "(%s); '-': fewer than half did." % (doc["kernel_tuner_version"], doc["seeds"], doc["budget"]),
+        "",
+        "| space | runnable (pruned) | optimum ms | strategy | evals to 1% | to 2% | to 5% | simulated s to 1% |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for sp in doc["spaces"]:
         if "export_error" in sp:
-            lines.append("| sweep %d | export failed: %s | | | | | | |" % (sp["sweep_id"], sp["export_error"]))
+            lines.append(
+                "| sweep %d | export failed: %s | | | | | | |" % (sp["sweep_id"], sp["export_error"])
+            )
             continue
         name = "`%s` %s%s" % (sp["family"], sp["size"], " (%s)" % sp["args"] if sp["args"] else "")
         head = "| %s | %d (%d) | %.4f |" % (name, sp["runnable"], sp["pruned"], sp["optimum_ms"])
-        lines.append(head + " brute force | %d | | | %.0f |" % (sp["runnable"], sp["brute_force_simulated_s"]))
+        lines.append(
+            head + " every runnable one | %d | | | %.0f |" % (sp["runnable"], sp["brute_force_simulated_s"])
+        )
         for strategy, res in sp.get("strategies", {}).items():
             s = res["summary"]
             if s["errors"]:  # shown, not hidden: the runs that failed count as never getting there
                 strategy += " (failed: %s)" % "; ".join(s["errors"])
-            lines.append("| | | | %s | %s | %s | %s | %s |" % (strategy, cell(s["evals_to_1"]), cell(s["evals_to_2"]),
-                                                              cell(s["evals_to_5"]), cell(s["simulated_s_to_1"], 1)))
+            lines.append(
+                "| | | | %s | %s | %s | %s | %s |"
+                % (
+                    strategy,
+                    cell(s["evals_to_1"]),
+                    cell(s["evals_to_2"]),
+                    cell(s["evals_to_5"]),
+                    cell(s["simulated_s_to_1"], 1),
+                )
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -334,10 +415,15 @@ def write_outputs(doc, args):
 
 def main(argv):
     args = parse_args(argv)
-    doc = {"kernel_tuner_version": kernel_tuner_version(), "database": args.db, "seeds": args.seeds,
-           "thresholds_percent": list(THRESHOLDS), "budget": "max_fevals = %s" % (
-               args.max_fevals or "the number of runnable configurations"),
-           "run_wall_limit_s": args.run_wall_limit, "spaces": prepare_spaces(args)}
+    doc = {
+        "kernel_tuner_version": kernel_tuner_version(),
+        "database": args.db,
+        "seeds": args.seeds,
+        "thresholds_percent": list(THRESHOLDS),
+        "budget": "max_fevals = %s" % (args.max_fevals or "the number of runnable configurations"),
+        "run_wall_limit_s": args.run_wall_limit,
+        "spaces": prepare_spaces(args),
+    }
     started = time.monotonic()
     with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=20) as pool:
         for space in doc["spaces"]:
