@@ -252,6 +252,8 @@ def run_one(job):
             seed=seed
         )
         record.update(_record_of(_current))
+        if record["stopped"] == "budget" and record["evaluations"] < max_fevals:
+            record["stopped"] = "strategy_ended"  # e.g. dual annealing's maxfun, which counts revisits too
         record["kt_simulated_s_total"] = float(env.get("simulated_time", 0)) / 1000.0
     except Exception as e:  # a strategy that fails is recorded, and the others go on
         record["error"] = "%s: %s" % (type(e).__name__, e)
