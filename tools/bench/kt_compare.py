@@ -28,7 +28,7 @@ DEFAULT_STRATEGIES = ("bayes_opt", "genetic_algorithm", "dual_annealing", "rando
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--db", required=True, help="tiletune database holding the brute-force sweeps")
+    p.add_argument("--db", help="tiletune database holding the brute-force sweeps (none: only --cache files)")
     p.add_argument("--tiletune", default="build/tools/tiletune/tiletune", help="the tiletune binary")
     p.add_argument(
         "--sweep",
@@ -67,7 +67,10 @@ def parse_args(argv):
     p.add_argument("--workdir", default="kt_compare_work", help="folder for the exported cache files")
     p.add_argument("--json", default="bench/results/h100-kt-strategies.json", help="results file to write")
     p.add_argument("--markdown", default="bench/results/h100-kt-strategies.md", help="table file to write")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.db and not args.cache:
+        p.error("give --db (its brute-force sweeps are exported) or --cache FILE, or both")
+    return args
 
 
 def reference_sweeps(db):
@@ -320,7 +323,8 @@ def prepare_spaces(args):
     the cache files given as they are."""
     os.makedirs(args.workdir, exist_ok=True)
     spaces = []
-    for sweep_id in args.sweep or reference_sweeps(args.db):
+    sweeps = (args.sweep or reference_sweeps(args.db)) if args.db else []
+    for sweep_id in sweeps:
         path, error = export_sweep(args.tiletune, args.db, sweep_id, args.workdir)
         space = {"sweep_id": sweep_id}
         if error:
