@@ -156,7 +156,7 @@ def check_unreached(tiletune, db, sweep_id, workdir):
 def check_export_error(tiletune, db, sweep_id, workdir):
     doc, table = compare(tiletune, db, workdir, "missing", [9999, sweep_id], ["random_sample"], 1)
     bad, good = doc["spaces"]
-    check("not in the database" in bad.get("export_error", ""), f"missing sweep recorded as {bad}")
+    check("not in the database" in bad.get("error", ""), f"missing sweep recorded as {bad}")
     check("strategies" in good, "the sweep after a failed export was not searched")
     check("export failed" in table, "the table does not show the failed export:\n" + table)
 

@@ -96,8 +96,10 @@ def export_sweep(tiletune, db, sweep_id, workdir):
     return path, None
 
 
-def describe_space(cache_path):
-    """What a replay needs to know of a cache: its runnable keys, optimum and brute-force cost."""
+def describe_space(cache_path, workdir):
+    """What a replay needs to know of a cache: its optimum and brute-force cost, and a copy of it holding only
+    the runnable entries (the restriction keeps the others out of the space, so Kernel Tuner never reads
+    them; a run then loads a file of thousands of entries, not of every pruned configuration)."""
     with open(cache_path) as f:
         doc = json.load(f)
     entries = doc["cache"]
@@ -105,9 +107,14 @@ def describe_space(cache_path):
     ok = [v["time"] for v in runnable.values() if "__error__" not in v and isinstance(v.get("time"), float)]
     if not ok:
         raise ValueError("%s: cache: no configuration has a time, so there is no optimum" % cache_path)
+    stem = os.path.splitext(os.path.basename(cache_path))[0]
+    runnable_path = os.path.join(workdir, stem + ".runnable.json")
+    with open(runnable_path, "w") as f:
+        json.dump(dict(doc, cache=runnable), f)
     extra = doc.get("tiletune", {})
     return {
-        "cache": cache_path,
+        "source": cache_path,
+        "cache": runnable_path,
         "kernel": doc.get("kernel_name", ""),
         "family": extra.get("family", doc.get("kernel_name", "")),
         "size": extra.get("size", str(doc.get("problem_size", ""))),
@@ -319,22 +326,26 @@ def kernel_tuner_version():
 
 
 def prepare_spaces(args):
-    """Exports every sweep asked for (an export that fails is recorded with tiletune's own message) and adds
-    the cache files given as they are."""
+    """Exports every sweep asked for and adds the cache files given; one that cannot be used (an export that
+    fails, with tiletune's own message, or a cache without a single time) is recorded as such."""
     os.makedirs(args.workdir, exist_ok=True)
+    sources = [("sweep %d" % i, i) for i in ((args.sweep or reference_sweeps(args.db)) if args.db else [])]
+    sources += [(path, None) for path in args.cache]
     spaces = []
-    sweeps = (args.sweep or reference_sweeps(args.db)) if args.db else []
-    for sweep_id in sweeps:
-        path, error = export_sweep(args.tiletune, args.db, sweep_id, args.workdir)
-        space = {"sweep_id": sweep_id}
-        if error:
-            space["export_error"] = error
-            print("sweep %d: %s" % (sweep_id, error), file=sys.stderr)
-        else:
-            space.update(describe_space(path))
+    for name, sweep_id in sources:
+        space = {"sweep_id": sweep_id} if sweep_id is not None else {}
+        path, error = (
+            export_sweep(args.tiletune, args.db, sweep_id, args.workdir) if sweep_id else (name, None)
+        )
+        try:
+            if error:
+                raise ValueError("export failed: " + error)
+            space.update(describe_space(path, args.workdir))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            text = "not a Kernel Tuner cache: field %s is missing" % e if isinstance(e, KeyError) else str(e)
+            space.update(name=name, error=text)
+            print("%s: %s" % (name, text), file=sys.stderr)
         spaces.append(space)
-    for path in args.cache:
-        spaces.append(describe_space(path))
     return spaces
 
 
@@ -384,10 +395,8 @@ def markdown(doc):
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for sp in doc["spaces"]:
-        if "export_error" in sp:
-            lines.append(
-                "| sweep %d | export failed: %s | | | | | | |" % (sp["sweep_id"], sp["export_error"])
-            )
+        if "error" in sp:
+            lines.append("| %s | %s | | | | | | |" % (sp["name"], sp["error"]))
             continue
         name = "`%s` %s%s" % (sp["family"], sp["size"], " (%s)" % sp["args"] if sp["args"] else "")
         head = "| %s | %d (%d) | %.4f |" % (name, sp["runnable"], sp["pruned"], sp["optimum_ms"])
@@ -433,7 +442,7 @@ def main(argv):
     started = time.monotonic()
     with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=20) as pool:
         for space in doc["spaces"]:
-            if "export_error" not in space:
+            if "error" not in space:
                 search_space(space, args, pool)
                 write_outputs(doc, args)  # after each space, so a stopped run keeps what it finished
     doc["wall_s"] = round(time.monotonic() - started, 1)
