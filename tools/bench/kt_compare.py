@@ -391,7 +391,7 @@ def markdown(doc):
         "Median [25th-75th percentile] over %d seeds; (k/n): only k of n runs got there within the budget "
         "(%s); '-': fewer than half did." % (doc["kernel_tuner_version"], doc["seeds"], doc["budget"]),
         "",
-        "| space | runnable (pruned) | optimum ms | strategy | evals to 1% | to 2% | to 5% | simulated s to 1% |",
+        "| space | runnable | optimum ms | strategy | evals to 1% | to 2% | to 5% | simulated s to 1% |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for sp in doc["spaces"]:
@@ -399,7 +399,7 @@ def markdown(doc):
             lines.append("| %s | %s | | | | | | |" % (sp["name"], sp["error"]))
             continue
         name = "`%s` %s%s" % (sp["family"], sp["size"], " (%s)" % sp["args"] if sp["args"] else "")
-        head = "| %s | %d (%d) | %.4f |" % (name, sp["runnable"], sp["pruned"], sp["optimum_ms"])
+        head = "| %s | %d | %.4f |" % (name, sp["runnable"], sp["optimum_ms"])
         lines.append(
             head + " every runnable one | %d | | | %.0f |" % (sp["runnable"], sp["brute_force_simulated_s"])
         )
