@@ -4,7 +4,7 @@
 Imports the committed H100 cache of conv1d_register into a new database, then runs kt_compare.py on it:
 1. brute force: the evaluations and simulated seconds until within 1%, 2% and 5% are those of the first
    configurations of Kernel Tuner's own Searchspace (sorted, as its brute force goes) that get there;
-2. random_sample, genetic_algorithm, bayes_opt and dual_annealing: the same seeds give the same records;
+2. random_sample, genetic_algorithm and dual_annealing: the same seeds give the same records (bayes_opt runs);
 3. a budget of one evaluation: runs that do not get within 1% are recorded as not reaching it, not crashed on;
 4. a sweep that is not in the database: tiletune's export error is recorded, and the other sweep still runs.
 
@@ -126,15 +126,19 @@ def strip(run):
 
 
 def check_repeatable(tiletune, db, sweep_id, workdir):
-    strategies = ["random_sample", "genetic_algorithm", "bayes_opt", "dual_annealing"]
+    # bayes_opt runs but is not compared: its default method decides when to refit its model from the wall
+    # time of its predictions against that of the (simulated, near-instant) evaluations, so a loaded machine
+    # can change its path.
+    strategies = ["random_sample", "genetic_algorithm", "dual_annealing", "bayes_opt"]
     first, _ = compare(tiletune, db, workdir, "seeded-a", [sweep_id], strategies, 2)
-    again, table = compare(tiletune, db, workdir, "seeded-b", [sweep_id], strategies, 2)
+    again, table = compare(tiletune, db, workdir, "seeded-b", [sweep_id], strategies[:-1], 2)
     for s in strategies:
         a = [strip(r) for r in first["spaces"][0]["strategies"][s]["runs"]]
-        b = [strip(r) for r in again["spaces"][0]["strategies"][s]["runs"]]
         check(all("error" not in r for r in a), f"{s} failed: {a}")
-        check(a == b, f"{s}: the same seeds gave different runs:\n{a}\n{b}")
-        check(f"| {s} |" in table, f"the table lacks {s}:\n{table}")
+        if s in again["spaces"][0]["strategies"]:
+            b = [strip(r) for r in again["spaces"][0]["strategies"][s]["runs"]]
+            check(a == b, f"{s}: the same seeds gave different runs:\n{a}\n{b}")
+            check(f"| {s} |" in table, f"the table lacks {s}:\n{table}")
 
 
 def check_unreached(tiletune, db, sweep_id, workdir):
