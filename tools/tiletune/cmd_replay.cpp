@@ -1,9 +1,12 @@
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli.hpp"
+#include "tiletune/device.hpp"
 #include "tiletune/replay.hpp"
 #include "tiletune/store.hpp"
 #include "tiletune/strategy.hpp"
@@ -20,7 +23,44 @@ struct ReplayArgs {
   std::uint64_t first_seed = 1;
   ReplayOptions options;
   std::string curves;
+  std::vector<std::string> space_files;
+  std::string write_space;
 };
+
+// The plan features of a stored sweep's points, from the built-in family and the device's profile; a note
+// on stderr says why where they cannot be had (a family that is not built in, a device without a profile).
+void try_plan_features(ReplaySpace& space, const SweepInfo& info) {
+  try {
+    const auto families = load_families({builtin_templates_dir()});
+    const KernelFamily& family = find_family(families, info.family);
+    for (const auto& name : profile_names()) {
+      const DeviceLimits device = load_profile(name);
+      if (device.name != info.device.name) continue;
+      add_plan_features(space, family, device, info.problem);
+      return;
+    }
+    std::cerr << "replay: " << space.name << ": no device profile is named " << info.device.name
+              << ", so no plan features\n";
+  } catch (const std::exception& e) {
+    std::cerr << "replay: " << space.name << ": no plan features: " << e.what() << "\n";
+  }
+}
+
+std::vector<ReplaySpace> load_spaces(const ReplayArgs& a) {
+  std::vector<ReplaySpace> spaces;
+  try {
+    for (const auto& file : a.space_files) spaces.push_back(read_replay_space(file));
+    if (a.sweeps.empty()) return spaces;
+    const Store store = Store::open(a.db, Store::Mode::read_only);
+    for (std::int64_t id : a.sweeps) {
+      spaces.push_back(replay_space_from_store(store, id));
+      try_plan_features(spaces.back(), *store.sweep(id));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("replay: ") + e.what());
+  }
+  return spaces;
+}
 
 constexpr double kTargets[] = {0.01, 0.02, 0.05};
 
@@ -72,27 +112,36 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "jobs,j", po::value(&a.options.compile_jobs)->default_value(16), "simulated compiler processes")(
       "gpus", po::value(&a.options.lanes)->default_value(1), "simulated GPUs measuring at once")(
       "budget", po::value(&a.options.budget)->default_value(0), "the strategies' budget (0: none)")(
-      "curves", po::value(&a.curves), "write every seed's best-so-far curve to this JSON file");
+      "curves", po::value(&a.curves), "write every seed's best-so-far curve to this JSON file")(
+      "space", po::value(&a.space_files)->composing(),
+      "a space file (bench/spaces/*.csv) to replay (repeatable)")(
+      "write-space", po::value(&a.write_space),
+      "write the sweep's space to this CSV file instead of replaying")(
+      "no-plan-features", "guided: leave the plan features out of the model (an ablation)");
   if (!parse(
           "replay",
           "Replays strategies against complete stored sweeps without a GPU: evaluations and simulated "
           "seconds until the best is within 1%, 2% and 5% of the sweep's best (median [range] over seeds).",
           desc, argv))
     return 0;
-  if (a.sweeps.empty()) throw UsageError("replay: name at least one sweep with --sweep ID");
+  a.options.plan_features = std::find(argv.begin(), argv.end(), "--no-plan-features") == argv.end();
+  if (a.sweeps.empty() && a.space_files.empty())
+    throw UsageError("replay: name at least one sweep (--sweep ID) or space file (--space FILE)");
   if (a.seeds < 1) throw UsageError("replay: --seeds must be at least 1, got " + std::to_string(a.seeds));
   if (a.options.compile_jobs < 1) throw UsageError("replay: --jobs must be at least 1");
   if (a.options.lanes < 1) throw UsageError("replay: --gpus must be at least 1");
   if (!a.curves.empty()) check_output_path(a.curves, "--curves", a.db);
+  if (!a.write_space.empty()) check_output_path(a.write_space, "--write-space", a.db);
   if (a.strategies.empty()) a.strategies = strategy_names();
-  const Store store = Store::open(a.db, Store::Mode::read_only);
-  std::vector<ReplaySpace> spaces;
-  for (std::int64_t id : a.sweeps) {
-    try {
-      spaces.push_back(replay_space_from_store(store, id));
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("replay: ") + e.what());
-    }
+  const std::vector<ReplaySpace> spaces = load_spaces(a);
+  if (!a.write_space.empty()) {
+    if (spaces.size() != 1) throw UsageError("replay: --write-space writes one space: name one --sweep");
+    std::ostringstream text;
+    write_replay_space(spaces.front(), text);
+    write_file_replacing(a.write_space, text.str());
+    std::cout << "wrote " << spaces.front().points.size() << " configurations of " << spaces.front().name
+              << " to " << a.write_space << "\n";
+    return 0;
   }
   std::vector<std::vector<std::string>> rows;
   nlohmann::json curves = nlohmann::json::array();

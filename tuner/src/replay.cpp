@@ -7,6 +7,7 @@
 #include <set>
 
 #include "simulated_compile_pool.hpp"
+#include "tiletune/guided.hpp"
 #include "tiletune/strategy.hpp"
 
 namespace tiletune {
@@ -53,6 +54,21 @@ ReplayStat replay_stat(std::vector<double> values) {
 
 namespace {
 
+// The sweep's strategies; guided sees the points' plan features too, as in a sweep.
+std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, const KernelFamily& family,
+                                                    const std::vector<Params>& params,
+                                                    const std::string& name, std::uint64_t seed,
+                                                    const ReplayOptions& options) {
+  if (name != "guided" || !options.plan_features || space.plan_names.empty())
+    return make_strategies(name, family, params, options.budget, seed, options.lanes);
+  auto rows = parameter_features(family, params);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rows[i].insert(rows[i].end(), space.points[i].plan.begin(), space.points[i].plan.end());
+  std::vector<std::unique_ptr<Strategy>> out;
+  out.push_back(make_guided_strategy(std::move(rows), options.budget, seed));
+  return out;
+}
+
 // One measurement under way on a lane: it ends at `end`.
 struct InFlight {
   double end;
@@ -73,8 +89,7 @@ class Replayer {
       params.push_back(p.params);
       compile_s.push_back(p.compile_ms * 1e-3);
     }
-    walkers_ =
-        make_strategies(name, family, params, options.budget, seed, std::max<std::size_t>(options.lanes, 1));
+    walkers_ = make_walkers(space, family, params, name, seed, options);
     fixed_ = walkers_.front()->order_is_fixed();
     std::vector<std::size_t> eager;
     if (fixed_) {

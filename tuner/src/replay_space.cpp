@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "tiletune/guided.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/replay.hpp"
 #include "tiletune/store.hpp"
@@ -72,6 +73,19 @@ void sort_in_space_order(ReplaySpace& space) {
   std::stable_sort(space.points.begin(), space.points.end(), [&](const ReplayPoint& a, const ReplayPoint& b) {
     return index.index_of(a.params) < index.index_of(b.params);
   });
+}
+
+void add_plan_features(ReplaySpace& space, const KernelFamily& family, const DeviceLimits& device,
+                       const ProblemKey& problem) {
+  for (auto& p : space.points) {
+    const PlannedConfig c = prune_before_compile(family, device, problem, p.params);
+    if (c.outcome != Outcome::ok)
+      throw std::invalid_argument(space.name + ": " + params_to_text(p.params) +
+                                  " no longer plans as runnable (" + c.reason +
+                                  "): the family changed since the sweep");
+    p.plan = plan_features(c, device);
+  }
+  space.plan_names = plan_feature_names();
 }
 
 }  // namespace tiletune

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "requests.hpp"
+#include "tiletune/guided.hpp"
 #include "tiletune/strategy.hpp"
 #include "tiletune/utf8.hpp"
 
@@ -97,6 +98,22 @@ std::string shard_of(const std::string& strategy) {
   if (at == std::string::npos) return "";
   const auto from = at + 7;
   return strategy.substr(from, strategy.find(' ', from) - from);
+}
+
+// The guided strategy over an enumerated space, whose model also sees what the plan knows of each candidate.
+std::vector<std::unique_ptr<Strategy>> guided_walker(const KernelFamily& family, const DeviceLimits& device,
+                                                     const std::vector<PlannedConfig>& table,
+                                                     const SweepOptions& options) {
+  std::vector<Params> params;
+  for (const auto& c : table) params.push_back(c.params);
+  auto rows = parameter_features(family, params);
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const auto plan = plan_features(table[i], device);
+    rows[i].insert(rows[i].end(), plan.begin(), plan.end());
+  }
+  std::vector<std::unique_ptr<Strategy>> out;
+  out.push_back(make_guided_strategy(std::move(rows), options.budget, options.measure.seed));
+  return out;
 }
 
 }  // namespace
@@ -264,7 +281,9 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
 
     std::vector<Params> candidate_params;
     for (const auto& c : table) candidate_params.push_back(c.params);
-    walkers = make_strategies(name, family, candidate_params, options.budget, options.measure.seed, lanes);
+    walkers = name == "guided" ? guided_walker(family, device, table, options)
+                               : make_strategies(name, family, candidate_params, options.budget,
+                                                 options.measure.seed, lanes);
     std::vector<CompileJob> jobs;
     job_of.assign(table.size(), kNoJob);
     for (std::size_t i : walkers.front()->likely_order()) {

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/records.hpp"
 
@@ -22,12 +25,14 @@ struct ReplayPoint {
   bool compiled = true;             // false: it failed to compile, so it never reached the GPU
   double compile_ms = 0;            // NVRTC's time for its CUBIN
   double measure_ms = 0;            // the worker's wall time for it: set-up, checks and timed runs
+  std::vector<float> plan;          // plan_features() (empty: not known)
 };
 
 struct ReplaySpace {
   std::string name;  // what the tables call it, e.g. "gemm_bf16_wgmma 4096x4096x4096 H100"
   std::string family;
-  std::vector<ReplayPoint> points;  // in the space's order (brute force walks it so)
+  std::vector<ReplayPoint> points;      // in the space's order (brute force walks it so)
+  std::vector<std::string> plan_names;  // the plan features each point holds (plan_feature_names() or none)
 
   // The fastest ok median; nullopt when nothing ran.
   std::optional<double> best_ms() const;
@@ -46,7 +51,20 @@ void sort_in_space_order(ReplaySpace& space);
 // it (annealing's neighbours), with nothing a GPU would need.
 KernelFamily replay_family(const ReplaySpace& space);
 
+// Adds the plan features to every point: the family's configurations planned for `device` at `problem`.
+// Throws std::invalid_argument, one line, when a point does not plan as runnable (the family changed since).
+void add_plan_features(ReplaySpace& space, const KernelFamily& family, const DeviceLimits& device,
+                       const ProblemKey& problem);
+
+// A space as a small CSV file (what bench/spaces holds): a comment line with the space's name, one with its
+// family, a header (the parameters, outcome, median_ms, compile_ms, measure_ms, then plan features), one row
+// per runnable configuration. read_replay_space throws std::invalid_argument, one line naming the file, the
+// line and the field, on anything malformed.
+void write_replay_space(const ReplaySpace& space, std::ostream& out);
+ReplaySpace read_replay_space(const std::filesystem::path& path);
+
 struct ReplayOptions {
+  bool plan_features = true;  // guided: give the model the points' plan features (off for an ablation)
   int compile_jobs = 1;       // compiler processes, as a sweep's -j
   std::size_t lanes = 1;      // GPUs measuring at once
   std::size_t budget = 0;     // the strategy's budget (0: none)
