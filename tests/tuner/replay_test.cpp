@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "../test_paths.hpp"
 #include "tiletune/store.hpp"
@@ -175,5 +176,77 @@ TEST(Replay, RefusesASampleOrAnUnfinishedSweep) {
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
+  }
+}
+
+TEST(Replay, ASpaceFileReadsBackAsWritten) {
+  test::TempDir dir;
+  ReplaySpace s;
+  s.name = "made up 64";
+  s.family = "made_up";
+  s.plan_names = {"threads", "waves"};
+  for (std::int64_t a = 1; a <= 3; ++a) {
+    ReplayPoint p;
+    p.params = {{"A", a}, {"B", -a}};
+    if (a != 2) p.median_ms = 0.25 * static_cast<double>(a);
+    p.compiled = a != 3;
+    p.compile_ms = 100.5;
+    p.measure_ms = 7;
+    p.plan = {128, 1.5f};
+    s.points.push_back(p);
+  }
+  s.points[2].median_ms.reset();
+  {
+    std::ofstream out(dir.path / "s.csv");
+    write_replay_space(s, out);
+  }
+  const ReplaySpace back = read_replay_space(dir.path / "s.csv");
+  EXPECT_EQ(back.name, s.name);
+  EXPECT_EQ(back.family, s.family);
+  EXPECT_EQ(back.plan_names, s.plan_names);
+  ASSERT_EQ(back.points.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back.points[i].params, s.points[i].params);
+    EXPECT_EQ(back.points[i].median_ms, s.points[i].median_ms);
+    EXPECT_EQ(back.points[i].compiled, s.points[i].compiled);
+    EXPECT_DOUBLE_EQ(back.points[i].compile_ms, 100.5);
+    EXPECT_EQ(back.points[i].plan, s.points[i].plan);
+  }
+}
+
+TEST(Replay, AMalformedSpaceFileIsRefusedInOneLineNamingWhere) {
+  test::TempDir dir;
+  const std::string head =
+      "# tiletune replay space: x\n# family: f\nA,outcome,median_ms,compile_ms,measure_ms\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "bad.csv: the first line must start"},
+      {"# something else\n", "line 1: the first line"},
+      {head + "1,ok,0.5,10,2\n2,maybe,0.5,10,2\n", "line 5, field outcome"},
+      {head + "1,ok,fast,10,2\n", "line 4, field median_ms: not a number: 'fast'"},
+      {head + "1,ok,0.5,10\n", "line 4: 4 fields, the header has 5"},
+      {head + "1.5,ok,0.5,10,2\n", "line 4, field A: a parameter value must be an integer"},
+      {head + "1,failed,0,10,2\n", "holds no ok configuration"},
+      {"# tiletune replay space: x\n# family: f\nA,median_ms\n", "line 3: the header must name"},
+  };
+  for (const auto& [text, says] : cases) {
+    {
+      std::ofstream out(dir.path / "bad.csv");
+      out << text;
+    }
+    try {
+      read_replay_space(dir.path / "bad.csv");
+      ADD_FAILURE() << "no refusal of: " << text;
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(says), std::string::npos) << what;
+      EXPECT_NE(what.find("bad.csv"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+  try {
+    read_replay_space(dir.path / "missing.csv");
+    ADD_FAILURE() << "no refusal of a missing file";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.csv: cannot be read"), std::string::npos) << e.what();
   }
 }
