@@ -25,6 +25,7 @@ struct ReplayArgs {
   std::string curves;
   std::vector<std::string> space_files;
   std::string write_space;
+  std::vector<std::string> transfer_files;
 };
 
 // The plan features of a stored sweep's points, from the built-in family and the device's profile; a note
@@ -117,6 +118,8 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "a space file (bench/spaces/*.csv) to replay (repeatable)")(
       "write-space", po::value(&a.write_space),
       "write the sweep's space to this CSV file instead of replaying")(
+      "transfer", po::value(&a.transfer_files)->composing(),
+      "guided starts from this space file of the same family at another size or device (repeatable)")(
       "no-plan-features", "guided: leave the plan features out of the model (an ablation)");
   if (!parse(
           "replay",
@@ -134,6 +137,12 @@ int cmd_replay(const std::vector<std::string>& argv) {
   if (!a.write_space.empty()) check_output_path(a.write_space, "--write-space", a.db);
   if (a.strategies.empty()) a.strategies = strategy_names();
   const std::vector<ReplaySpace> spaces = load_spaces(a);
+  try {
+    for (const auto& file : a.transfer_files)
+      a.options.transfer.push_back(prior_sweep_of(read_replay_space(file)));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("replay: --transfer: ") + e.what());
+  }
   if (!a.write_space.empty()) {
     if (spaces.size() != 1) throw UsageError("replay: --write-space writes one space: name one --sweep");
     std::ostringstream text;

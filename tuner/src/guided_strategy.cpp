@@ -89,27 +89,42 @@ class GuidedStrategy : public Strategy {
   std::mt19937_64 rng_;
 
  private:
-  // The next batch: at random until the model has enough to learn from, then mostly the model's fastest.
+  // The next batch: what transfer puts first, then at random (or by the prior) until the model has enough
+  // to learn from, then mostly the model's fastest.
   void propose(const Times& times, std::size_t count, std::size_t done) {
+    batch_.clear();
+    for (; first_pos_ < options_.first.size() && batch_.size() < count; ++first_pos_)
+      if (!measured(times, options_.first[first_pos_])) batch_.push_back(options_.first[first_pos_]);
+    if (!batch_.empty()) return;
     std::vector<std::size_t> open_now = open(times);
-    std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in the model's ranking fall at random
+    std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
     if (done < options_.initial || !fit(times)) {
-      batch_.assign(open_now.begin(),
-                    open_now.begin() + static_cast<std::ptrdiff_t>(std::min(count, open_now.size())));
+      if (options_.prior.empty()) {
+        batch_.assign(open_now.begin(),
+                      open_now.begin() + static_cast<std::ptrdiff_t>(std::min(count, open_now.size())));
+        return;
+      }
+      std::vector<float> prior;
+      for (std::size_t i : open_now)
+        prior.push_back(std::isnan(options_.prior[i]) ? 2.0f : options_.prior[i]);
+      choose(open_now, prior, count);
       return;
     }
-    const std::vector<float> predicted = model_.predict(rows_of(open_now), width_);
+    choose(open_now, model_.predict(rows_of(open_now), width_), count);
+  }
+
+  // The `count` lowest scores but a share drawn at random, the most promising first.
+  void choose(const std::vector<std::size_t>& open_now, const std::vector<float>& score, std::size_t count) {
     std::vector<std::size_t> order(open_now.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return predicted[a] < predicted[b]; });
+                     [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
     const auto explore = static_cast<std::size_t>(std::floor(options_.explore * static_cast<double>(count)));
     std::set<std::size_t> chosen;
     for (std::size_t j = 0; j < order.size() && chosen.size() + explore < count; ++j)
       chosen.insert(open_now[order[j]]);
     for (std::size_t j = 0; j < open_now.size() && chosen.size() < count; ++j) chosen.insert(open_now[j]);
-    batch_.clear();
-    for (std::size_t j : order)  // the most promising measured first
+    for (std::size_t j : order)
       if (chosen.count(open_now[j])) batch_.push_back(open_now[j]);
   }
 
@@ -144,6 +159,7 @@ class GuidedStrategy : public Strategy {
   BoostedTrees model_;
   std::size_t width_ = 0;
   std::vector<std::size_t> batch_;
+  std::size_t first_pos_ = 0;  // how far options_.first was dealt
 };
 
 // Over an enumerated space: every unmeasured candidate is ranked.

@@ -32,6 +32,13 @@ KernelFamily replay_family(const ReplaySpace& space) {
   return family;
 }
 
+PriorSweep prior_sweep_of(const ReplaySpace& space) {
+  PriorSweep p;
+  p.label = space.name;
+  for (const auto& point : space.points) p.results.emplace_back(point.params, point.median_ms);
+  return p;
+}
+
 std::optional<ReplayStep> ReplayRun::reached(double best, double fraction) const {
   for (const auto& s : curve)
     if (s.best_ms <= best * (1 + fraction)) return s;
@@ -59,13 +66,20 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
                                                     const std::vector<Params>& params,
                                                     const std::string& name, std::uint64_t seed,
                                                     const ReplayOptions& options) {
-  if (name != "guided" || !options.plan_features || space.plan_names.empty())
-    return make_strategies(name, family, params, options.budget, seed, options.lanes);
+  if (name != "guided") return make_strategies(name, family, params, options.budget, seed, options.lanes);
   auto rows = parameter_features(family, params);
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    rows[i].insert(rows[i].end(), space.points[i].plan.begin(), space.points[i].plan.end());
+  if (options.plan_features && !space.plan_names.empty())
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      rows[i].insert(rows[i].end(), space.points[i].plan.begin(), space.points[i].plan.end());
+  GuidedOptions guided;
+  if (!options.transfer.empty()) {
+    Transfer t = transfer_from(options.transfer, params);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(t.rank[i]);
+    guided.first = std::move(t.first);
+    guided.prior = std::move(t.rank);
+  }
   std::vector<std::unique_ptr<Strategy>> out;
-  out.push_back(make_guided_strategy(std::move(rows), options.budget, seed));
+  out.push_back(make_guided_strategy(std::move(rows), options.budget, seed, guided));
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include "requests.hpp"
 #include "tiletune/guided.hpp"
 #include "tiletune/strategy.hpp"
+#include "tiletune/transfer.hpp"
 #include "tiletune/utf8.hpp"
 
 namespace tiletune {
@@ -100,10 +101,12 @@ std::string shard_of(const std::string& strategy) {
   return strategy.substr(from, strategy.find(' ', from) - from);
 }
 
-// The guided strategy over an enumerated space, whose model also sees what the plan knows of each candidate.
+// The guided strategy over an enumerated space: its model also sees what the plan knows of each candidate,
+// and where the store holds sweeps of the family on other problems or devices, it starts from them.
 std::vector<std::unique_ptr<Strategy>> guided_walker(const KernelFamily& family, const DeviceLimits& device,
                                                      const std::vector<PlannedConfig>& table,
-                                                     const SweepOptions& options) {
+                                                     const Store& store, std::int64_t sweep_id,
+                                                     const SweepOptions& options, std::ostream& out) {
   std::vector<Params> params;
   for (const auto& c : table) params.push_back(c.params);
   auto rows = parameter_features(family, params);
@@ -111,9 +114,17 @@ std::vector<std::unique_ptr<Strategy>> guided_walker(const KernelFamily& family,
     const auto plan = plan_features(table[i], device);
     rows[i].insert(rows[i].end(), plan.begin(), plan.end());
   }
-  std::vector<std::unique_ptr<Strategy>> out;
-  out.push_back(make_guided_strategy(std::move(rows), options.budget, options.measure.seed));
-  return out;
+  GuidedOptions guided;
+  Transfer t = transfer_from(prior_sweeps(store, family.name, sweep_id), params);
+  if (!t.line.empty()) {
+    out << t.line << "\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(t.rank[i]);
+    guided.first = std::move(t.first);
+    guided.prior = std::move(t.rank);
+  }
+  std::vector<std::unique_ptr<Strategy>> walkers;
+  walkers.push_back(make_guided_strategy(std::move(rows), options.budget, options.measure.seed, guided));
+  return walkers;
 }
 
 }  // namespace
@@ -281,7 +292,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
 
     std::vector<Params> candidate_params;
     for (const auto& c : table) candidate_params.push_back(c.params);
-    walkers = name == "guided" ? guided_walker(family, device, table, options)
+    walkers = name == "guided" ? guided_walker(family, device, table, store, summary.sweep_id, options, out)
                                : make_strategies(name, family, candidate_params, options.budget,
                                                  options.measure.seed, lanes);
     std::vector<CompileJob> jobs;

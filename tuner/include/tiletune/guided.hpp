@@ -31,6 +31,10 @@ struct GuidedOptions {
   std::size_t initial = 0;  // random measurements before the first fit (0: chosen from the space's size)
   double explore = 0.125;   // share of each batch drawn at random
   int rounds = 60;          // trees per fit
+  // Transfer (see transfer.hpp): candidates measured first, in order, and a prior per candidate (lower is
+  // more promising, NaN unknown) that orders the start in place of random draws.
+  std::vector<std::size_t> first;
+  std::vector<float> prior;
 };
 
 // Guided search over candidates described by `features` (one row each, all of one width). Throws

@@ -13,6 +13,7 @@
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/records.hpp"
+#include "tiletune/transfer.hpp"
 
 namespace tiletune {
 
@@ -63,11 +64,15 @@ void add_plan_features(ReplaySpace& space, const KernelFamily& family, const Dev
 void write_replay_space(const ReplaySpace& space, std::ostream& out);
 ReplaySpace read_replay_space(const std::filesystem::path& path);
 
+// A space as an earlier sweep that guided transfers from.
+PriorSweep prior_sweep_of(const ReplaySpace& space);
+
 struct ReplayOptions {
-  bool plan_features = true;  // guided: give the model the points' plan features (off for an ablation)
-  int compile_jobs = 1;       // compiler processes, as a sweep's -j
-  std::size_t lanes = 1;      // GPUs measuring at once
-  std::size_t budget = 0;     // the strategy's budget (0: none)
+  std::vector<PriorSweep> transfer;  // guided: earlier sweeps of the family to start from (see transfer.hpp)
+  bool plan_features = true;         // guided: give the model the points' plan features (off for an ablation)
+  int compile_jobs = 1;              // compiler processes, as a sweep's -j
+  std::size_t lanes = 1;             // GPUs measuring at once
+  std::size_t budget = 0;            // the strategy's budget (0: none)
   double stop_within = 0.01;  // stop once the best is within this fraction of the space's best (<0: never)
 };
 
