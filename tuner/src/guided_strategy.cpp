@@ -30,6 +30,8 @@ std::vector<std::vector<float>> parameter_features(const KernelFamily& family,
   return rows;
 }
 
+const std::string& guided_unavailable() { return xgboost_unavailable(); }
+
 std::vector<std::string> plan_feature_names() {
   return {"threads", "log2_blocks", "smem_kib", "blocks_per_sm", "occupancy", "waves", "last_wave_fill"};
 }
@@ -62,7 +64,9 @@ class GuidedStrategy : public Strategy {
  public:
   GuidedStrategy(std::size_t budget, std::size_t space_size, std::uint64_t seed, const GuidedOptions& options)
       : budget_(budget), options_(options), rng_(seed), model_(options.rounds, seed) {
-    if (options_.initial == 0) options_.initial = std::clamp<std::size_t>(space_size / 100, 8, 24);
+    // A small space cannot spend many measurements on learning: a shorter random start, smaller batches.
+    if (options_.initial == 0) options_.initial = std::clamp<std::size_t>(space_size / 50, 4, 24);
+    options_.batch = std::clamp<std::size_t>(space_size / 40, 2, options_.batch);
   }
 
   std::optional<std::size_t> next(const Times& times) override {

@@ -26,6 +26,9 @@ std::vector<std::vector<float>> parameter_features(const KernelFamily& family,
 std::vector<std::string> plan_feature_names();
 std::vector<float> plan_features(const PlannedConfig& config, const DeviceLimits& device);
 
+// Why guided cannot run here (XGBoost cannot be opened), in one line; empty when it can.
+const std::string& guided_unavailable();
+
 struct GuidedOptions {
   std::size_t batch = 8;    // measurements proposed per fit: enough to keep compilers and GPUs busy
   std::size_t initial = 0;  // random measurements before the first fit (0: chosen from the space's size)
