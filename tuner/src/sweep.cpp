@@ -133,13 +133,18 @@ std::string resolve_strategy(const std::string& strategy, std::size_t runnable, 
                              std::string* why) {
   if (strategy != "auto") return strategy;
   const bool whole = budget == 0 || runnable <= budget;
+  // Guided where XGBoost can be opened; a random sample, saying why, where it cannot.
+  const std::string sampler = guided_unavailable().empty() ? "guided" : "random";
   if (why)
     *why = "auto: " + std::to_string(runnable) + " runnable configurations, " +
            (whole ? (budget ? "within the budget of " + std::to_string(budget) + ": brute force"
                             : "no budget: brute force")
-                  : "more than the budget of " + std::to_string(budget) + ": a random sample of " +
-                        std::to_string(budget));
-  return whole ? "brute_force" : "random";
+                  : "more than the budget of " + std::to_string(budget) + ": " +
+                        (sampler == "guided" ? "guided search for "
+                                             : "a random sample of ") +
+                        std::to_string(budget) +
+                        (sampler == "guided" ? "" : " (" + guided_unavailable() + ")"));
+  return whole ? "brute_force" : sampler;
 }
 
 SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store, Worker& worker,
@@ -319,7 +324,8 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
         << (name != "brute_force" ? " (" + name + ")" : "") << "\n";
     if (!why.empty()) out << why << "\n";
   } else {
-    const std::string name = options.strategy == "auto" ? "random" : options.strategy;
+    const std::string name =
+        options.strategy == "auto" ? (guided_unavailable().empty() ? "guided" : "random") : options.strategy;
     begin(name);
     // Drawn points are pruned as they come; those stored before a resume, or of other shards, are passed
     // over.
@@ -529,6 +535,8 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     ++n;
     const bool new_best = rec.outcome == Outcome::ok && *rec.median_ms < best_ms;
     if (new_best) {
+      summary.best_found_at = n;
+      summary.best_found_seconds = since(t0);
       best_ms = *rec.median_ms;
       best_text = "(" + params_to_text(rec.params) + ")";
     }
@@ -633,6 +641,9 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
       out << why << "\n";
       break;
     }
+  if (summary.best_found_at)
+    store.set_best_found(summary.sweep_id, static_cast<std::int64_t>(summary.best_found_at),
+                         summary.best_found_seconds);
   store.finish_sweep(summary.sweep_id, summary.interrupted ? "interrupted" : "done");
   summary.best = store.best(family.name, device.name, problem);
   summary.seconds = since(t0);
