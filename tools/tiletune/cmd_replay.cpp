@@ -100,6 +100,45 @@ std::vector<std::string> replay_row(const ReplaySpace& space, const KernelFamily
   return row;
 }
 
+// --write-space: the one space named, as a CSV file.
+void write_space(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
+  if (spaces.size() != 1) throw UsageError("replay: --write-space writes one space: name one --sweep");
+  std::ostringstream text;
+  write_replay_space(spaces.front(), text);
+  write_file_replacing(a.write_space, text.str());
+  std::cout << "wrote " << spaces.front().points.size() << " configurations of " << spaces.front().name
+            << " to " << a.write_space << "\n";
+}
+
+// Every strategy on every space: the table, and the curves where --curves asks for them.
+void replay_all(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
+  std::vector<std::vector<std::string>> rows;
+  nlohmann::json curves = nlohmann::json::array();
+  for (const auto& space : spaces) {
+    const KernelFamily family = replay_family(space);
+    nlohmann::json by_strategy = nlohmann::json::object();
+    for (const auto& name : a.strategies) {
+      try {
+        rows.push_back(replay_row(space, family, name, a, by_strategy[name]));
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("replay: --strategy: ") + e.what());
+      }
+    }
+    curves.push_back({{"space", space.name},
+                      {"configurations", space.points.size()},
+                      {"best_ms", *space.best_ms()},
+                      {"strategies", std::move(by_strategy)}});
+  }
+  print_table(std::cout, {"space", "strategy", "evals 1%", "s 1%", "evals 2%", "s 2%", "evals 5%", "s 5%"},
+              rows);
+  if (!a.curves.empty())
+    write_file_replacing(a.curves, nlohmann::json{{"format", "tiletune-replay-curves"},
+                                                  {"columns", {"evaluations", "seconds", "best_ms"}},
+                                                  {"spaces", std::move(curves)}}
+                                           .dump() +
+                                       "\n");
+}
+
 }  // namespace
 
 int cmd_replay(const std::vector<std::string>& argv) {
@@ -144,39 +183,10 @@ int cmd_replay(const std::vector<std::string>& argv) {
     throw UsageError(std::string("replay: --transfer: ") + e.what());
   }
   if (!a.write_space.empty()) {
-    if (spaces.size() != 1) throw UsageError("replay: --write-space writes one space: name one --sweep");
-    std::ostringstream text;
-    write_replay_space(spaces.front(), text);
-    write_file_replacing(a.write_space, text.str());
-    std::cout << "wrote " << spaces.front().points.size() << " configurations of " << spaces.front().name
-              << " to " << a.write_space << "\n";
+    write_space(a, spaces);
     return 0;
   }
-  std::vector<std::vector<std::string>> rows;
-  nlohmann::json curves = nlohmann::json::array();
-  for (const auto& space : spaces) {
-    const KernelFamily family = replay_family(space);
-    nlohmann::json by_strategy = nlohmann::json::object();
-    for (const auto& name : a.strategies) {
-      try {
-        rows.push_back(replay_row(space, family, name, a, by_strategy[name]));
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("replay: --strategy: ") + e.what());
-      }
-    }
-    curves.push_back({{"space", space.name},
-                      {"configurations", space.points.size()},
-                      {"best_ms", *space.best_ms()},
-                      {"strategies", std::move(by_strategy)}});
-  }
-  print_table(std::cout, {"space", "strategy", "evals 1%", "s 1%", "evals 2%", "s 2%", "evals 5%", "s 5%"},
-              rows);
-  if (!a.curves.empty())
-    write_file_replacing(a.curves, nlohmann::json{{"format", "tiletune-replay-curves"},
-                                                  {"columns", {"evaluations", "seconds", "best_ms"}},
-                                                  {"spaces", std::move(curves)}}
-                                           .dump() +
-                                       "\n");
+  replay_all(a, spaces);
   return 0;
 }
 

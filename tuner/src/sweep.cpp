@@ -136,14 +136,13 @@ std::string resolve_strategy(const std::string& strategy, std::size_t runnable, 
   // Guided where XGBoost can be opened; a random sample, saying why, where it cannot.
   const std::string sampler = guided_unavailable().empty() ? "guided" : "random";
   if (why)
-    *why = "auto: " + std::to_string(runnable) + " runnable configurations, " +
-           (whole ? (budget ? "within the budget of " + std::to_string(budget) + ": brute force"
-                            : "no budget: brute force")
-                  : "more than the budget of " + std::to_string(budget) + ": " +
-                        (sampler == "guided" ? "guided search for "
-                                             : "a random sample of ") +
-                        std::to_string(budget) +
-                        (sampler == "guided" ? "" : " (" + guided_unavailable() + ")"));
+    *why =
+        "auto: " + std::to_string(runnable) + " runnable configurations, " +
+        (whole ? (budget ? "within the budget of " + std::to_string(budget) + ": brute force"
+                         : "no budget: brute force")
+               : "more than the budget of " + std::to_string(budget) + ": " +
+                     (sampler == "guided" ? "guided search for " : "a random sample of ") +
+                     std::to_string(budget) + (sampler == "guided" ? "" : " (" + guided_unavailable() + ")"));
   return whole ? "brute_force" : sampler;
 }
 
