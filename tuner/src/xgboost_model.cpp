@@ -33,7 +33,7 @@ const XgboostApi& api() {
     const char* env = std::getenv("TILETUNE_XGBOOST");
     const std::string name = env && *env ? env : "libxgboost.so.0";
     void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) lib = dlopen("libxgboost.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib && !(env && *env)) lib = dlopen("libxgboost.so", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* why = dlerror();
       x.error = "XGBoost cannot be opened (" + name + ": " + (why ? why : "not found") +
