@@ -37,6 +37,12 @@ inline std::filesystem::path fixtures_dir() {
       {env ? env : "", self_dir() / "../../../share/tiletune/test_fixtures", TILETUNE_SOURCE_FIXTURES});
 }
 
+// The reference spaces replay measures strategies on (bench/spaces).
+inline std::filesystem::path spaces_dir() {
+  const char* env = std::getenv("TILETUNE_SPACES");
+  return first_existing({env ? env : "", TILETUNE_SOURCE_SPACES});
+}
+
 // A fresh folder under the system temp dir, removed at scope exit.
 struct TempDir {
   std::filesystem::path path;

@@ -109,9 +109,19 @@ ALTER TABLE results ADD COLUMN times_json TEXT NOT NULL DEFAULT '[]';
 )sql");
 }
 
+// Version 3: when each sweep found its best (the measurement that found it, counted from 1, and the seconds
+// since the sweep started), so that strategies can be compared on real sweeps. Older sweeps keep NULL.
+void add_version_3(const sql::Db& db) {
+  db.exec(R"sql(
+ALTER TABLE sweeps ADD COLUMN best_found_count INTEGER;
+ALTER TABLE sweeps ADD COLUMN best_found_seconds REAL;
+)sql");
+}
+
 using MigrationStep = void (*)(const sql::Db&);
 // migrations[v] takes a database from schema version v to v + 1; a new version appends one step.
-constexpr std::array<MigrationStep, current_version> migrations{&create_version_1, &add_version_2};
+constexpr std::array<MigrationStep, current_version> migrations{&create_version_1, &add_version_2,
+                                                                &add_version_3};
 
 }  // namespace
 

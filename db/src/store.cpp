@@ -138,6 +138,14 @@ void Store::finish_sweep(std::int64_t sweep_id, const std::string& status) {
   set_status(impl_->db, sweep_id, status);
 }
 
+void Store::set_best_found(std::int64_t sweep_id, std::int64_t measurement, double seconds) {
+  const sql::Db& db = impl_->db;
+  sql::Stmt update =
+      db.prepare("UPDATE sweeps SET best_found_count = ?1, best_found_seconds = ?2 WHERE id = ?3");
+  update.bind(1, measurement).bind(2, seconds).bind(3, sweep_id).run();
+  if (db.changes() == 0) throw StoreError("set_best_found: no sweep with id " + std::to_string(sweep_id));
+}
+
 std::optional<SweepInfo> Store::sweep(std::int64_t sweep_id) const {
   rows::SweepFilter filter;
   filter.id = sweep_id;

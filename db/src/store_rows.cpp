@@ -352,7 +352,11 @@ std::vector<SweepInfo> select_sweeps(const sql::Db& db, const SweepFilter& filte
       "SELECT s.id, s.uid, f.name, f.template_hash, s.space_hash, d.name, d.uuid, d.arch, d.sm_count, "
       "d.is_profile, d.properties_json, p.size_text, p.args_text, s.kind, s.strategy, s.status, "
       "s.started_at, "
-      "s.ended_at, s.tiletune_version, s.git_sha, (SELECT COUNT(*) FROM results r WHERE r.sweep_id = s.id) "
+      "s.ended_at, s.tiletune_version, s.git_sha, (SELECT COUNT(*) FROM results r WHERE r.sweep_id = "
+      "s.id), " +
+      // A read-only open of a file before version 3 cannot migrate it: it has no best_found columns.
+      std::string(db.query_int("PRAGMA user_version") >= 3 ? "s.best_found_count, s.best_found_seconds "
+                                                           : "NULL, NULL ") +
       "FROM sweeps s JOIN families f ON f.id = s.family_id JOIN devices d ON d.id = s.device_id "
       "JOIN problems p ON p.id = s.problem_id "
       "WHERE (?1 IS NULL OR s.id = ?1) AND (?2 = '' OR f.name = ?2) AND (?3 = '' OR d.name = ?3) "
@@ -391,6 +395,8 @@ std::vector<SweepInfo> select_sweeps(const sql::Db& db, const SweepFilter& filte
     s.tiletune_version = select.column_text(18);
     s.git_sha = select.column_text(19);
     s.result_count = select.column_int64(20);
+    if (const auto n = select.column_optional_double(21)) s.best_found_count = static_cast<std::int64_t>(*n);
+    s.best_found_seconds = select.column_optional_double(22);
     sweeps.push_back(std::move(s));
   }
   return sweeps;

@@ -169,7 +169,7 @@ std::vector<BadImport> bad_imports() {
       {"wrong format", edit([](json& d) { d["format"] = "kernel-tuner-cache"; }),
        "format is 'kernel-tuner-cache'"},
       {"newer schema", edit([](json& d) { d["schema_version"] = Store::schema_version + 1; }),
-       "schema version 3 is newer than this tiletune (knows 2)"},
+       "schema version 4 is newer than this tiletune (knows 3)"},
       {"no schema", edit([](json& d) { d.erase("schema_version"); }), "schema_version"},
       {"unknown outcome", edit([](json& d) { d["sweeps"].back()["results"].back()["outcome"] = "exploded"; }),
        "'exploded' is not an outcome name"},

@@ -407,7 +407,8 @@ TEST(Merge, AnInputOfAnOlderSchemaIsReadFromAnUpgradedCopy) {
   const auto shards = make_shards(dir, 1);
   sql_exec(shards[0],
            "ALTER TABLE results DROP COLUMN compile_ms; ALTER TABLE results DROP COLUMN measure_ms; "
-           "ALTER TABLE results DROP COLUMN times_json; PRAGMA user_version = 1");
+           "ALTER TABLE results DROP COLUMN times_json; ALTER TABLE sweeps DROP COLUMN best_found_count; "
+           "ALTER TABLE sweeps DROP COLUMN best_found_seconds; PRAGMA user_version = 1");
   const std::string bytes = read_bytes(shards[0]);
   const Store::MergeSummary summary = merge(shards, dir / "all.db");
   EXPECT_EQ(summary.total.sweeps_added, 1);

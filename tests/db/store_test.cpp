@@ -418,5 +418,35 @@ TEST(StoreOpen, MoveKeepsTheConnection) {
   EXPECT_EQ(b.results(id).size(), 1u);
 }
 
+// Schema version 3: when a sweep found its best, stored and read back; a version 2 file gains the columns
+// with NULL for the sweeps it holds.
+TEST(Store, RemembersWhenASweepFoundItsBest) {
+  test::TempDir dir;
+  const auto path = dir / "best.db";
+  std::int64_t old_id = 0;
+  {
+    Store store = Store::open(path);
+    old_id = store.add_sweep(test::spec("gemm_tiled", test::h100, {64, 64, 64}),
+                             {test::ok({{"TILE", 16}, {"BLOCK_Y", 4}}, 1.0)});
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "ALTER TABLE sweeps DROP COLUMN best_found_count; ALTER TABLE sweeps DROP COLUMN "
+                           "best_found_seconds; PRAGMA user_version = 2",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  Store store = Store::open(path);
+  EXPECT_FALSE(store.sweep(old_id)->best_found_count.has_value());
+  const auto id = store.begin_sweep(test::spec("gemm_tiled", test::h100, {128, 128, 128}));
+  store.set_best_found(id, 17, 42.5);
+  EXPECT_EQ(store.sweep(id)->best_found_count, 17);
+  EXPECT_EQ(store.sweep(id)->best_found_seconds, 42.5);
+  EXPECT_THROW(store.set_best_found(9999, 1, 1.0), StoreError);
+}
+
 }  // namespace
 }  // namespace tiletune

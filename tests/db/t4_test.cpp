@@ -189,7 +189,8 @@ TEST(Times, AVersionOneDatabaseIsReadAndUpgraded) {
   // Make it exactly what version 1 created: the same tables without the three columns.
   run_sql(path,
           "ALTER TABLE results DROP COLUMN compile_ms; ALTER TABLE results DROP COLUMN measure_ms; "
-          "ALTER TABLE results DROP COLUMN times_json; PRAGMA user_version = 1;");
+          "ALTER TABLE results DROP COLUMN times_json; ALTER TABLE sweeps DROP COLUMN best_found_count; "
+          "ALTER TABLE sweeps DROP COLUMN best_found_seconds; PRAGMA user_version = 1;");
   {
     const Store reader = Store::open(path, Store::Mode::read_only);
     const auto results = reader.results(reader.sweeps().front().id);

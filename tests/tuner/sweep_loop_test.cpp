@@ -533,10 +533,16 @@ TEST_F(SweepLoop, AutoBruteForcesWithinItsBudgetAndSamplesBeyond) {
   options.budget = 5;
   FakeWorker some;
   const SweepSummary sample = sweep(store, some, options);
-  EXPECT_EQ(sample.strategy, "random");
-  EXPECT_EQ(store.sweep(sample.sweep_id)->strategy, "random");
+  EXPECT_EQ(sample.strategy, "guided");
+  EXPECT_EQ(store.sweep(sample.sweep_id)->strategy, "guided");
   EXPECT_EQ(sample.measured, 5);
-  EXPECT_NE(log.find("more than the budget of 5: a random sample of 5"), std::string::npos) << log;
+  EXPECT_NE(log.find("more than the budget of 5: guided search for 5"), std::string::npos) << log;
+  // It found its best at one of those five measurements, and says when.
+  EXPECT_GE(sample.best_found_at, 1u);
+  EXPECT_LE(sample.best_found_at, 5u);
+  EXPECT_EQ(store.sweep(sample.sweep_id)->best_found_count, static_cast<std::int64_t>(sample.best_found_at));
+  // The first sweep of this family in the store: the second starts from it, and says so first.
+  EXPECT_NE(log.find("guided: transfer from 1 sweep of this family"), std::string::npos) << log;
 }
 
 TEST(ShardText, IsReadStrictlyAndSplitsEvenly) {

@@ -75,5 +75,6 @@ int cmd_merge(const std::vector<std::string>& argv);
 int cmd_sweep(const std::vector<std::string>& argv);
 int cmd_bench(const std::vector<std::string>& argv);
 int cmd_report(const std::vector<std::string>& argv);
+int cmd_replay(const std::vector<std::string>& argv);
 
 }  // namespace tiletune::cli

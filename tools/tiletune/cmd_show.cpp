@@ -47,7 +47,11 @@ int cmd_show(const std::vector<std::string>& argv) {
                              (sweep_id ? " (id " + std::to_string(sweep_id) + ")" : ""));
   std::cout << "sweep " << sweep->id << " (" << sweep->kind << ", " << sweep->status << "): " << sweep->family
             << " at " << problem_text(sweep->problem) << " on " << sweep->device.name << ", started "
-            << sweep->started_at << (sweep->ended_at.empty() ? "" : ", ended " + sweep->ended_at) << "\n\n";
+            << sweep->started_at << (sweep->ended_at.empty() ? "" : ", ended " + sweep->ended_at) << "\n";
+  if (sweep->best_found_count)
+    std::cout << "best found at measurement " << *sweep->best_found_count << ", after "
+              << fmt(sweep->best_found_seconds.value_or(0), 1) << " s (" << sweep->strategy << ")\n";
+  std::cout << "\n";
   const auto results = store.results(sweep->id);
   std::vector<std::vector<std::string>> rows;
   std::map<std::string, int> counts;

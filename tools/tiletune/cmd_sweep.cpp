@@ -30,7 +30,11 @@ void print_summary(const KernelFamily& family, const ProblemKey& problem, const 
                                  : 0,
                    0)
             << (s.gpus.size() > 1 ? "% of " + std::to_string(s.gpus.size()) + " GPUs" : std::string("%"))
-            << "; waited on NVRTC " << fmt(s.compile_wait_seconds, 1) << " s)\n";
+            << "; waited on NVRTC " << fmt(s.compile_wait_seconds, 1) << " s)"
+            << (s.best_found_at ? "; best found at measurement " + std::to_string(s.best_found_at) +
+                                      ", after " + fmt(s.best_found_seconds, 1) + " s"
+                                : std::string())
+            << "\n";
   if (s.gpus.size() > 1)
     for (const auto& g : s.gpus)
       std::cout << "  GPU " << g.ordinal << ": " << g.measured << " measured, busy " << fmt(g.busy_seconds, 1)
@@ -265,7 +269,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
     std::cout << "main job: " << work.size() << " problems of the built-in families on " << gpus.names.front()
               << (gpus.pools.size() > 1 ? " and more" : "") << "; strategy " << o.strategy
               << (o.strategy == "auto" ? " (brute force where at most " + std::to_string(o.budget) +
-                                             " configurations run, a random sample of " +
+                                             " configurations run, guided search for " +
                                              std::to_string(o.budget) + " elsewhere)"
                                        : std::string())
               << "\n";

@@ -25,6 +25,7 @@ commands:
   import-space  turn a T1 tuning-space description (as Kernel Tuner reads it) into a family folder
   merge     combine databases (one per machine or Slurm task) into one: tiletune merge A.db B.db -o ALL.db
   report    write a self-contained HTML report of stored sweeps (charts, outcomes, device, provenance)
+  replay    run strategies against complete stored sweeps without a GPU and compare how soon they find the best
 )";
 
 }  // namespace
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
       {"export", cmd_export},   {"import", cmd_import},
       {"merge", cmd_merge},     {"import-space", cmd_import_space},
       {"sweep", cmd_sweep},     {"bench", cmd_bench},
-      {"report", cmd_report}};
+      {"report", cmd_report},   {"replay", cmd_replay}};
   const auto it = commands.find(argv[1]);
   if (it == commands.end()) {
     std::cerr << "tiletune: unknown command '" << tiletune::printable(argv[1])

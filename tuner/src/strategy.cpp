@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "tiletune/guided.hpp"
+
 namespace tiletune {
 
 namespace {
@@ -316,7 +318,7 @@ std::uint64_t mix(std::uint64_t x) {
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"brute_force", "random", "annealing"}; }
+std::vector<std::string> strategy_names() { return {"brute_force", "random", "annealing", "guided"}; }
 
 namespace {
 
@@ -338,6 +340,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const KernelFam
   std::vector<std::size_t> order(candidates.size());
   std::iota(order.begin(), order.end(), 0);
   if (name == "brute_force") return std::make_unique<OrderedStrategy>(order, budget);
+  if (name == "guided") return make_guided_strategy(parameter_features(family, candidates), budget, seed);
   if (name == "random") {
     std::mt19937_64 rng(seed);
     std::shuffle(order.begin(), order.end(), rng);
@@ -427,6 +430,10 @@ std::vector<std::unique_ptr<Strategy>> make_lazy_strategies(const std::string& n
                                 "; sample them with random or annealing");
   if (budget == 0) throw std::invalid_argument(name + " over " + size + " needs a budget");
   std::vector<std::unique_ptr<Strategy>> out;
+  if (name == "guided") {
+    out.push_back(make_lazy_guided_strategy(space, budget, seed));
+    return out;
+  }
   if (name == "random") {
     out.push_back(std::make_unique<LazyRandomStrategy>(space, budget, seed));
     return out;

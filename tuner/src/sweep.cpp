@@ -15,7 +15,9 @@
 #include <thread>
 
 #include "requests.hpp"
+#include "tiletune/guided.hpp"
 #include "tiletune/strategy.hpp"
+#include "tiletune/transfer.hpp"
 #include "tiletune/utf8.hpp"
 
 namespace tiletune {
@@ -99,19 +101,49 @@ std::string shard_of(const std::string& strategy) {
   return strategy.substr(from, strategy.find(' ', from) - from);
 }
 
+// The guided strategy over an enumerated space: its model also sees what the plan knows of each candidate,
+// and where the store holds sweeps of the family on other problems or devices, it starts from them.
+std::vector<std::unique_ptr<Strategy>> guided_walker(const KernelFamily& family, const DeviceLimits& device,
+                                                     const std::vector<PlannedConfig>& table,
+                                                     const Store& store, std::int64_t sweep_id,
+                                                     const SweepOptions& options, std::ostream& out) {
+  std::vector<Params> params;
+  for (const auto& c : table) params.push_back(c.params);
+  auto rows = parameter_features(family, params);
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const auto plan = plan_features(table[i], device);
+    rows[i].insert(rows[i].end(), plan.begin(), plan.end());
+  }
+  GuidedOptions guided;
+  Transfer t = transfer_from(prior_sweeps(store, family.name, sweep_id), params);
+  if (!t.line.empty()) {
+    out << t.line << "\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(t.rank[i]);
+    guided.first = std::move(t.first);
+    guided.prior = std::move(t.rank);
+  }
+  std::vector<std::unique_ptr<Strategy>> walkers;
+  walkers.push_back(make_guided_strategy(std::move(rows), options.budget, options.measure.seed, guided));
+  return walkers;
+}
+
 }  // namespace
 
 std::string resolve_strategy(const std::string& strategy, std::size_t runnable, std::size_t budget,
                              std::string* why) {
   if (strategy != "auto") return strategy;
   const bool whole = budget == 0 || runnable <= budget;
+  // Guided where XGBoost can be opened; a random sample, saying why, where it cannot.
+  const std::string sampler = guided_unavailable().empty() ? "guided" : "random";
   if (why)
-    *why = "auto: " + std::to_string(runnable) + " runnable configurations, " +
-           (whole ? (budget ? "within the budget of " + std::to_string(budget) + ": brute force"
-                            : "no budget: brute force")
-                  : "more than the budget of " + std::to_string(budget) + ": a random sample of " +
-                        std::to_string(budget));
-  return whole ? "brute_force" : "random";
+    *why =
+        "auto: " + std::to_string(runnable) + " runnable configurations, " +
+        (whole ? (budget ? "within the budget of " + std::to_string(budget) + ": brute force"
+                         : "no budget: brute force")
+               : "more than the budget of " + std::to_string(budget) + ": " +
+                     (sampler == "guided" ? "guided search for " : "a random sample of ") +
+                     std::to_string(budget) + (sampler == "guided" ? "" : " (" + guided_unavailable() + ")"));
+  return whole ? "brute_force" : sampler;
 }
 
 SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store, Worker& worker,
@@ -264,7 +296,9 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
 
     std::vector<Params> candidate_params;
     for (const auto& c : table) candidate_params.push_back(c.params);
-    walkers = make_strategies(name, family, candidate_params, options.budget, options.measure.seed, lanes);
+    walkers = name == "guided" ? guided_walker(family, device, table, store, summary.sweep_id, options, out)
+                               : make_strategies(name, family, candidate_params, options.budget,
+                                                 options.measure.seed, lanes);
     std::vector<CompileJob> jobs;
     job_of.assign(table.size(), kNoJob);
     for (std::size_t i : walkers.front()->likely_order()) {
@@ -289,7 +323,8 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
         << (name != "brute_force" ? " (" + name + ")" : "") << "\n";
     if (!why.empty()) out << why << "\n";
   } else {
-    const std::string name = options.strategy == "auto" ? "random" : options.strategy;
+    const std::string name =
+        options.strategy == "auto" ? (guided_unavailable().empty() ? "guided" : "random") : options.strategy;
     begin(name);
     // Drawn points are pruned as they come; those stored before a resume, or of other shards, are passed
     // over.
@@ -499,6 +534,8 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     ++n;
     const bool new_best = rec.outcome == Outcome::ok && *rec.median_ms < best_ms;
     if (new_best) {
+      summary.best_found_at = n;
+      summary.best_found_seconds = since(t0);
       best_ms = *rec.median_ms;
       best_text = "(" + params_to_text(rec.params) + ")";
     }
@@ -603,6 +640,9 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
       out << why << "\n";
       break;
     }
+  if (summary.best_found_at)
+    store.set_best_found(summary.sweep_id, static_cast<std::int64_t>(summary.best_found_at),
+                         summary.best_found_seconds);
   store.finish_sweep(summary.sweep_id, summary.interrupted ? "interrupted" : "done");
   summary.best = store.best(family.name, device.name, problem);
   summary.seconds = since(t0);

@@ -61,6 +61,10 @@ struct SweepInfo {
   std::string started_at, ended_at;    // ISO-8601 UTC
   std::string tiletune_version, git_sha;
   std::int64_t result_count = 0;
+  // When the sweep found its best: the measurement (counted from 1) and the seconds since it started; unset
+  // for a sweep that stored none (before schema version 3, imported, or nothing ran).
+  std::optional<std::int64_t> best_found_count;
+  std::optional<double> best_found_seconds;
 };
 
 struct StoredResult {
@@ -102,7 +106,7 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
   // A new sweep with status "running", to which add_results adds as measuring goes (a sweep that stops
   // half-way can be resumed). Throws StoreError when the spec is incomplete, or when its device would take
@@ -116,6 +120,8 @@ class Store {
   // replaced.
   void add_results(std::int64_t sweep_id, const std::vector<ResultRecord>& records);
   void finish_sweep(std::int64_t sweep_id, const std::string& status);
+  // Records when the sweep found its best (see SweepInfo). Throws StoreError for an unknown sweep.
+  void set_best_found(std::int64_t sweep_id, std::int64_t measurement, double seconds);
 
   std::optional<SweepInfo> sweep(std::int64_t sweep_id) const;
   // Newest first. Empty strings / nullopt mean "any".

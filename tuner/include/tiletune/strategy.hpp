@@ -32,7 +32,7 @@ class Strategy {
   virtual std::string stop_reason() const { return {}; }
 };
 
-std::vector<std::string> strategy_names();  // brute_force, random, annealing
+std::vector<std::string> strategy_names();  // brute_force, random, annealing, guided
 
 // budget: at most this many measurements (0: no limit beyond the candidate count).
 // Throws std::invalid_argument on an unknown name.

@@ -39,8 +39,9 @@ struct MeasureSettings {
 
 struct SweepOptions {
   bool resume = false;
-  // brute_force, random, annealing, or auto: brute force where the runnable configurations number at most
-  // the budget (or there is none), a random sample of the budget otherwise (see resolve_strategy).
+  // brute_force, random, annealing, guided, or auto: brute force where the runnable configurations number at
+  // most the budget (or there is none), guided search with the budget otherwise (a random sample where
+  // XGBoost cannot be opened; see resolve_strategy).
   std::string strategy = "brute_force";
   std::size_t budget = 0;   // configurations to measure; 0: all
   double time_limit_s = 0;  // 0: none
@@ -73,6 +74,9 @@ struct SweepSummary {
   double compile_wait_seconds = 0;  // time the sweep waited on NVRTC
   int measured = 0, resumed_skipped = 0, worker_restarts = 0;
   bool interrupted = false;
+  // When this run found its best: the measurement (from 1; 0: nothing ran) and the seconds since it began.
+  std::size_t best_found_at = 0;
+  double best_found_seconds = 0;
 };
 
 // How a sweep walks the family's space: enumerated (at most kMaxSpaceSize configurations, every strategy),

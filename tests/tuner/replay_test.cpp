@@ -1,0 +1,252 @@
+// Replay without a GPU: the simulated sweep loop's timing (the compile pool, the lanes, failures), that a
+// seed gives one run, and the space read from a stored sweep.
+#include "tiletune/replay.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "../test_paths.hpp"
+#include "tiletune/store.hpp"
+#include "tiletune/strategy.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+// An 8x8 grid with its best at (5, 2); every point compiles in `compile_ms` and measures in `measure_ms`.
+ReplaySpace grid(double compile_ms, double measure_ms) {
+  ReplaySpace s;
+  s.name = s.family = "grid";
+  for (std::int64_t a = 0; a < 8; ++a)
+    for (std::int64_t b = 0; b < 8; ++b) {
+      ReplayPoint p;
+      p.params = {{"A", a}, {"B", b}};
+      p.median_ms = 1.0 + std::abs(a - 5) + 0.5 * std::abs(b - 2);
+      p.compile_ms = compile_ms;
+      p.measure_ms = measure_ms;
+      s.points.push_back(p);
+    }
+  return s;
+}
+
+ReplayOptions everything(int jobs, std::size_t lanes) {
+  ReplayOptions o;
+  o.compile_jobs = jobs;
+  o.lanes = lanes;
+  o.stop_within = -1;
+  return o;
+}
+
+}  // namespace
+
+TEST(Replay, OneCompilerAndOneGpuTakeTheirTurns) {
+  const ReplaySpace s = grid(1000, 500);
+  const ReplayRun run = replay(s, replay_family(s), "brute_force", 1, everything(1, 1));
+  ASSERT_EQ(run.curve.size(), 64u);
+  // Each CUBIN is ready a second after the one before; its measurement takes half a second more.
+  EXPECT_DOUBLE_EQ(run.curve.front().seconds, 1.5);
+  EXPECT_DOUBLE_EQ(run.curve.back().seconds, 64.5);
+  EXPECT_DOUBLE_EQ(run.curve.back().best_ms, 1.0);
+}
+
+TEST(Replay, ManyCompilersLeaveTheGpuTheBottleneck) {
+  const ReplaySpace s = grid(1000, 1000);
+  const ReplayRun run = replay(s, replay_family(s), "brute_force", 1, everything(4, 1));
+  EXPECT_DOUBLE_EQ(run.curve.back().seconds, 65.0);  // the first CUBIN, then one measurement after another
+  const ReplayRun two = replay(s, replay_family(s), "brute_force", 1, everything(64, 2));
+  EXPECT_DOUBLE_EQ(two.curve.back().seconds, 33.0);  // two GPUs share the measuring
+  EXPECT_EQ(two.curve.size(), 64u);
+}
+
+TEST(Replay, AFailedCompileNeverReachesTheGpu) {
+  ReplaySpace s = grid(1000, 500);
+  for (auto& p : s.points) p.median_ms.reset(), p.compiled = false;
+  s.points[10].median_ms = 1.0, s.points[10].compiled = true;
+  const ReplayRun run = replay(s, replay_family(s), "brute_force", 1, everything(1, 1));
+  EXPECT_DOUBLE_EQ(run.curve.back().seconds, 64.0);  // only point 10 measured, the rest end compiled
+  EXPECT_TRUE(std::isinf(run.curve[9].best_ms));
+  EXPECT_DOUBLE_EQ(run.curve[10].best_ms, 1.0);
+}
+
+TEST(Replay, ASeedGivesOneRun) {
+  const ReplaySpace s = grid(800, 300);
+  const KernelFamily f = replay_family(s);
+  for (const auto& name : strategy_names()) {
+    const ReplayRun a = replay(s, f, name, 7, everything(3, 2));
+    const ReplayRun b = replay(s, f, name, 7, everything(3, 2));
+    ASSERT_EQ(a.curve.size(), b.curve.size()) << name;
+    for (std::size_t i = 0; i < a.curve.size(); ++i) {
+      EXPECT_EQ(a.curve[i].seconds, b.curve[i].seconds) << name << " step " << i;
+      EXPECT_EQ(a.curve[i].best_ms, b.curve[i].best_ms) << name << " step " << i;
+    }
+  }
+  const ReplayRun c = replay(s, f, "random", 8, everything(3, 2));
+  const ReplayRun d = replay(s, f, "random", 7, everything(3, 2));
+  EXPECT_NE(c.curve[0].best_ms + c.curve[1].best_ms + c.curve[2].best_ms,
+            d.curve[0].best_ms + d.curve[1].best_ms + d.curve[2].best_ms);
+}
+
+TEST(Replay, StopsWhenWithinTheTarget) {
+  const ReplaySpace s = grid(100, 100);
+  ReplayOptions o;
+  o.stop_within = 0.01;
+  const ReplayRun run = replay(s, replay_family(s), "random", 3, o);
+  ASSERT_FALSE(run.curve.empty());
+  EXPECT_DOUBLE_EQ(run.curve.back().best_ms, 1.0);
+  EXPECT_EQ(run.reached(1.0, 0.01)->evaluations, run.curve.size());
+  EXPECT_LE(run.reached(1.0, 1.0)->evaluations, run.curve.size());
+}
+
+TEST(Replay, StatCountsSeedsThatNeverReached) {
+  const ReplayStat s = replay_stat({3, 1, INFINITY, 2});
+  EXPECT_EQ(s.runs, 4u);
+  EXPECT_EQ(s.reached, 3u);
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.low, 1);
+  EXPECT_TRUE(std::isinf(s.high));
+}
+
+namespace {
+
+SweepSpec sweep_spec_for(const std::string& strategy) {
+  SweepSpec s;
+  s.family = "grid";
+  s.template_hash = "hash";
+  s.family_json = "{}";
+  s.space_hash = "space";
+  s.device.name = "NVIDIA H100 80GB HBM3";
+  s.device.uuid = "GPU-replay";
+  s.device.arch = "sm_90";
+  s.device.sm_count = 132;
+  s.problem.dims = {64};
+  s.strategy = strategy;
+  s.tiletune_version = "0";
+  s.git_sha = "x";
+  return s;
+}
+
+ResultRecord result(std::int64_t a, Outcome outcome, std::optional<double> median, std::optional<double> c) {
+  ResultRecord r;
+  r.params = {{"A", a}};
+  r.outcome = outcome;
+  r.reason = outcome == Outcome::ok ? "" : "made up";
+  r.median_ms = median;
+  r.compile_ms = c;
+  r.measure_ms = median ? std::optional<double>(*median * 10) : std::nullopt;
+  return r;
+}
+
+}  // namespace
+
+TEST(Replay, ReadsAStoredSweepWithoutItsPrunedPoints) {
+  test::TempDir dir;
+  Store store = Store::open(dir.path / "r.db");
+  const auto id =
+      store.add_sweep(sweep_spec_for("brute_force"),
+                      {result(3, Outcome::ok, 2.0, 100.0), result(1, Outcome::ok, 1.0, std::nullopt),
+                       result(2, Outcome::pruned, std::nullopt, std::nullopt),
+                       result(0, Outcome::compile_failed, std::nullopt, 300.0)});
+  const ReplaySpace s = replay_space_from_store(store, id);
+  ASSERT_EQ(s.points.size(), 3u);
+  EXPECT_EQ(s.points[0].params.at("A"), 0);  // in the space's order
+  EXPECT_FALSE(s.points[0].compiled);
+  EXPECT_EQ(s.points[1].params.at("A"), 1);
+  EXPECT_DOUBLE_EQ(s.points[1].compile_ms, 200.0);  // missing: the median of those stored
+  EXPECT_DOUBLE_EQ(*s.best_ms(), 1.0);
+}
+
+TEST(Replay, RefusesASampleOrAnUnfinishedSweep) {
+  test::TempDir dir;
+  Store store = Store::open(dir.path / "r.db");
+  const auto sample = store.add_sweep(sweep_spec_for("random"), {result(1, Outcome::ok, 1.0, 1.0)});
+  const auto running =
+      store.add_sweep(sweep_spec_for("brute_force"), {result(1, Outcome::ok, 1.0, 1.0)}, "interrupted");
+  const auto none_ok =
+      store.add_sweep(sweep_spec_for("brute_force"), {result(1, Outcome::compile_failed, std::nullopt, 1.0)});
+  for (const auto& [id, says] :
+       std::vector<std::pair<std::int64_t, std::string>>{{sample, "measured a sample"},
+                                                         {running, "interrupted"},
+                                                         {none_ok, "nothing ok"},
+                                                         {99, "no such"}}) {
+    try {
+      replay_space_from_store(store, id);
+      ADD_FAILURE() << "no refusal of sweep " << id;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Replay, ASpaceFileReadsBackAsWritten) {
+  test::TempDir dir;
+  ReplaySpace s;
+  s.name = "made up 64";
+  s.family = "made_up";
+  s.plan_names = {"threads", "waves"};
+  for (std::int64_t a = 1; a <= 3; ++a) {
+    ReplayPoint p;
+    p.params = {{"A", a}, {"B", -a}};
+    if (a != 2) p.median_ms = 0.25 * static_cast<double>(a);
+    p.compiled = a != 3;
+    p.compile_ms = 100.5;
+    p.measure_ms = 7;
+    p.plan = {128, 1.5f};
+    s.points.push_back(p);
+  }
+  s.points[2].median_ms.reset();
+  {
+    std::ofstream out(dir.path / "s.csv");
+    write_replay_space(s, out);
+  }
+  const ReplaySpace back = read_replay_space(dir.path / "s.csv");
+  EXPECT_EQ(back.name, s.name);
+  EXPECT_EQ(back.family, s.family);
+  EXPECT_EQ(back.plan_names, s.plan_names);
+  ASSERT_EQ(back.points.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back.points[i].params, s.points[i].params);
+    EXPECT_EQ(back.points[i].median_ms, s.points[i].median_ms);
+    EXPECT_EQ(back.points[i].compiled, s.points[i].compiled);
+    EXPECT_DOUBLE_EQ(back.points[i].compile_ms, 100.5);
+    EXPECT_EQ(back.points[i].plan, s.points[i].plan);
+  }
+}
+
+TEST(Replay, AMalformedSpaceFileIsRefusedInOneLineNamingWhere) {
+  test::TempDir dir;
+  const std::string head =
+      "# tiletune replay space: x\n# family: f\nA,outcome,median_ms,compile_ms,measure_ms\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "bad.csv: the first line must start"},
+      {"# something else\n", "line 1: the first line"},
+      {head + "1,ok,0.5,10,2\n2,maybe,0.5,10,2\n", "line 5, field outcome"},
+      {head + "1,ok,fast,10,2\n", "line 4, field median_ms: not a number: 'fast'"},
+      {head + "1,ok,0.5,10\n", "line 4: 4 fields, the header has 5"},
+      {head + "1.5,ok,0.5,10,2\n", "line 4, field A: a parameter value must be an integer"},
+      {head + "1,failed,0,10,2\n", "holds no ok configuration"},
+      {"# tiletune replay space: x\n# family: f\nA,median_ms\n", "line 3: the header must name"},
+  };
+  for (const auto& [text, says] : cases) {
+    {
+      std::ofstream out(dir.path / "bad.csv");
+      out << text;
+    }
+    try {
+      read_replay_space(dir.path / "bad.csv");
+      ADD_FAILURE() << "no refusal of: " << text;
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(says), std::string::npos) << what;
+      EXPECT_NE(what.find("bad.csv"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+  try {
+    read_replay_space(dir.path / "missing.csv");
+    ADD_FAILURE() << "no refusal of a missing file";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.csv: cannot be read"), std::string::npos) << e.what();
+  }
+}

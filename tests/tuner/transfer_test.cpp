@@ -1,0 +1,126 @@
+// Transfer without a GPU: guided starts from sweeps of the same family at other sizes, read from the store,
+// and needs only a few dozen measurements for a new size.
+#include "tiletune/transfer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <set>
+
+#include "../test_paths.hpp"
+#include "tiletune/replay.hpp"
+#include "tiletune/store.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+// One problem size of a made-up tiled kernel: the best tile shape moves with the size (`shift`), as it does
+// for a GEMM; a corner of the space fails.
+ReplaySpace sized(int shift, const std::string& name) {
+  ReplaySpace s;
+  s.name = name;
+  s.family = "tiles";
+  for (std::int64_t m = 0; m < 8; ++m)
+    for (std::int64_t n = 0; n < 8; ++n)
+      for (std::int64_t k = 0; k < 6; ++k)
+        for (std::int64_t w = 0; w < 8; ++w) {
+          ReplayPoint p;
+          p.params = {{"M", 16 << m}, {"N", 16 << n}, {"K", 8 << k}, {"W", 1 + w}};
+          p.compile_ms = 1000;
+          p.measure_ms = 50;
+          if (m + n + k < 15)
+            p.median_ms = (1.0 + 0.3 * std::abs(m - n) + 0.2 * std::abs(m + n - 8 - shift) +
+                           0.15 * std::abs(k - 3) + 0.05 * std::abs(w - 5)) *
+                          (1 + 0.02 * static_cast<double>((m * 5 + n * 3 + k + w * 7 + shift) % 4));
+          s.points.push_back(p);
+        }
+  return s;
+}
+
+std::vector<double> evaluations_to_1pct(const ReplaySpace& s, const ReplayOptions& o) {
+  std::vector<double> out;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const auto step = replay(s, replay_family(s), "guided", seed, o).reached(*s.best_ms(), 0.01);
+    out.push_back(step ? static_cast<double>(step->evaluations) : INFINITY);
+  }
+  return out;
+}
+
+SweepSpec spec_of(const std::vector<std::int64_t>& dims) {
+  SweepSpec s;
+  s.family = "tiles";
+  s.template_hash = "hash";
+  s.family_json = "{}";
+  s.space_hash = "space";
+  s.device.name = "NVIDIA H100 80GB HBM3";
+  s.device.uuid = "GPU-transfer";
+  s.device.arch = "sm_90";
+  s.device.sm_count = 132;
+  s.problem.dims = dims;
+  s.tiletune_version = "0";
+  s.git_sha = "x";
+  return s;
+}
+
+// A space stored as a brute-force sweep.
+std::int64_t store_space(Store& store, const ReplaySpace& s, const std::vector<std::int64_t>& dims) {
+  std::vector<ResultRecord> records;
+  for (const auto& p : s.points) {
+    ResultRecord r;
+    r.params = p.params;
+    r.outcome = p.median_ms ? Outcome::ok : Outcome::runtime_failed;
+    r.reason = p.median_ms ? "" : "made up";
+    r.median_ms = p.median_ms;
+    records.push_back(r);
+  }
+  return store.add_sweep(spec_of(dims), records);
+}
+
+}  // namespace
+
+TEST(Transfer, ANewSizeNeedsAFewDozenMeasurementsAfterTwoOthers) {
+  const ReplaySpace target = sized(0, "2048");
+  ReplayOptions cold;
+  ReplayOptions warm;
+  warm.transfer = {prior_sweep_of(sized(-1, "1024")), prior_sweep_of(sized(1, "4096"))};
+  const ReplayStat with = replay_stat(evaluations_to_1pct(target, warm));
+  const ReplayStat without = replay_stat(evaluations_to_1pct(target, cold));
+  EXPECT_LE(with.median, 30) << "without transfer: " << without.median;
+  std::cout << "evaluations to 1%: " << with.median << " with transfer, " << without.median << " without\n";
+  EXPECT_LT(with.median, without.median);
+}
+
+TEST(Transfer, StartsFromTheStoredSweepsOfOtherSizesAndSaysSo) {
+  test::TempDir dir;
+  Store store = Store::open(dir.path / "t.db");
+  store_space(store, sized(-1, "1024"), {1024});
+  store_space(store, sized(1, "4096"), {4096});
+  const auto current = store.begin_sweep(spec_of({2048}));
+  const auto prior = prior_sweeps(store, "tiles", current);
+  ASSERT_EQ(prior.size(), 2u);
+  EXPECT_TRUE(prior_sweeps(store, "other_family", 0).empty());
+  const ReplaySpace target = sized(0, "2048");
+  std::vector<Params> params;
+  for (const auto& p : target.points) params.push_back(p.params);
+  const Transfer t = transfer_from(prior, params);
+  EXPECT_EQ(t.line.rfind(
+                "guided: transfer from 2 sweeps of this family (4096 on NVIDIA H100 80GB HBM3; 1024 on ", 0),
+            0u)
+      << t.line;
+  // Three of each, the newest sweep's best first, none twice (the two sweeps may share one).
+  ASSERT_GE(t.first.size(), 4u);
+  ASSERT_LE(t.first.size(), 6u);
+  EXPECT_EQ(std::set<std::size_t>(t.first.begin(), t.first.end()).size(), t.first.size());
+  const ReplaySpace newest = sized(1, "4096");
+  double best_4096 = *newest.best_ms();
+  EXPECT_EQ(newest.points[t.first[0]].median_ms, best_4096);
+  EXPECT_LE(t.rank[t.first[0]], 0.5f);  // first in one sweep: at most half way in the mean
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_GE(t.rank[i], 0.0f);
+    EXPECT_LE(t.rank[i], 1.0f);
+    if (!target.points[i].median_ms) EXPECT_FLOAT_EQ(t.rank[i], 1.0f);  // failed in both
+  }
+  EXPECT_TRUE(transfer_from({}, params).line.empty());
+}

@@ -1,0 +1,193 @@
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli.hpp"
+#include "tiletune/device.hpp"
+#include "tiletune/replay.hpp"
+#include "tiletune/store.hpp"
+#include "tiletune/strategy.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+struct ReplayArgs {
+  std::string db = "tiletune.db";
+  std::vector<std::int64_t> sweeps;
+  std::vector<std::string> strategies;
+  int seeds = 20;
+  std::uint64_t first_seed = 1;
+  ReplayOptions options;
+  std::string curves;
+  std::vector<std::string> space_files;
+  std::string write_space;
+  std::vector<std::string> transfer_files;
+};
+
+// The plan features of a stored sweep's points, from the built-in family and the device's profile; a note
+// on stderr says why where they cannot be had (a family that is not built in, a device without a profile).
+void try_plan_features(ReplaySpace& space, const SweepInfo& info) {
+  try {
+    const auto families = load_families({builtin_templates_dir()});
+    const KernelFamily& family = find_family(families, info.family);
+    for (const auto& name : profile_names()) {
+      const DeviceLimits device = load_profile(name);
+      if (device.name != info.device.name) continue;
+      add_plan_features(space, family, device, info.problem);
+      return;
+    }
+    std::cerr << "replay: " << space.name << ": no device profile is named " << info.device.name
+              << ", so no plan features\n";
+  } catch (const std::exception& e) {
+    std::cerr << "replay: " << space.name << ": no plan features: " << e.what() << "\n";
+  }
+}
+
+std::vector<ReplaySpace> load_spaces(const ReplayArgs& a) {
+  std::vector<ReplaySpace> spaces;
+  try {
+    for (const auto& file : a.space_files) spaces.push_back(read_replay_space(file));
+    if (a.sweeps.empty()) return spaces;
+    const Store store = Store::open(a.db, Store::Mode::read_only);
+    for (std::int64_t id : a.sweeps) {
+      spaces.push_back(replay_space_from_store(store, id));
+      try_plan_features(spaces.back(), *store.sweep(id));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("replay: ") + e.what());
+  }
+  return spaces;
+}
+
+constexpr double kTargets[] = {0.01, 0.02, 0.05};
+
+std::string stat_text(const ReplayStat& s, int precision) {
+  if (s.runs == 0) return "-";
+  const auto value = [&](double v) { return std::isfinite(v) ? fmt(v, precision) : std::string("never"); };
+  std::string text = value(s.median) + " [" + value(s.low) + "-" + value(s.high) + "]";
+  if (s.reached < s.runs) text += " " + std::to_string(s.reached) + "/" + std::to_string(s.runs);
+  return text;
+}
+
+// One table row (evaluations and seconds to each target) and, for --curves, every seed's curve.
+std::vector<std::string> replay_row(const ReplaySpace& space, const KernelFamily& family,
+                                    const std::string& strategy, const ReplayArgs& a,
+                                    nlohmann::json& curves) {
+  const double best = *space.best_ms();
+  std::vector<std::vector<double>> evals(std::size(kTargets)), secs(std::size(kTargets));
+  for (int s = 0; s < a.seeds; ++s) {
+    const std::uint64_t seed = a.first_seed + static_cast<std::uint64_t>(s);
+    const ReplayRun run = replay(space, family, strategy, seed, a.options);
+    for (std::size_t t = 0; t < std::size(kTargets); ++t) {
+      const auto step = run.reached(best, kTargets[t]);
+      evals[t].push_back(step ? static_cast<double>(step->evaluations)
+                              : std::numeric_limits<double>::infinity());
+      secs[t].push_back(step ? step->seconds : std::numeric_limits<double>::infinity());
+    }
+    nlohmann::json curve = nlohmann::json::array();
+    for (const auto& step : run.curve) curve.push_back({step.evaluations, step.seconds, step.best_ms});
+    curves.push_back({{"seed", seed}, {"curve", std::move(curve)}});
+  }
+  std::vector<std::string> row{space.name, strategy};
+  for (std::size_t t = 0; t < std::size(kTargets); ++t) {
+    row.push_back(stat_text(replay_stat(evals[t]), 0));
+    row.push_back(stat_text(replay_stat(secs[t]), 1));
+  }
+  return row;
+}
+
+// --write-space: the one space named, as a CSV file.
+void write_space(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
+  if (spaces.size() != 1) throw UsageError("replay: --write-space writes one space: name one --sweep");
+  std::ostringstream text;
+  write_replay_space(spaces.front(), text);
+  write_file_replacing(a.write_space, text.str());
+  std::cout << "wrote " << spaces.front().points.size() << " configurations of " << spaces.front().name
+            << " to " << a.write_space << "\n";
+}
+
+// Every strategy on every space: the table, and the curves where --curves asks for them.
+void replay_all(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
+  std::vector<std::vector<std::string>> rows;
+  nlohmann::json curves = nlohmann::json::array();
+  for (const auto& space : spaces) {
+    const KernelFamily family = replay_family(space);
+    nlohmann::json by_strategy = nlohmann::json::object();
+    for (const auto& name : a.strategies) {
+      try {
+        rows.push_back(replay_row(space, family, name, a, by_strategy[name]));
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("replay: --strategy: ") + e.what());
+      }
+    }
+    curves.push_back({{"space", space.name},
+                      {"configurations", space.points.size()},
+                      {"best_ms", *space.best_ms()},
+                      {"strategies", std::move(by_strategy)}});
+  }
+  print_table(std::cout, {"space", "strategy", "evals 1%", "s 1%", "evals 2%", "s 2%", "evals 5%", "s 5%"},
+              rows);
+  if (!a.curves.empty())
+    write_file_replacing(a.curves, nlohmann::json{{"format", "tiletune-replay-curves"},
+                                                  {"columns", {"evaluations", "seconds", "best_ms"}},
+                                                  {"spaces", std::move(curves)}}
+                                           .dump() +
+                                       "\n");
+}
+
+}  // namespace
+
+int cmd_replay(const std::vector<std::string>& argv) {
+  ReplayArgs a;
+  po::options_description desc("options");
+  desc.add_options()("db", po::value(&a.db)->default_value(a.db), "the database holding the sweeps")(
+      "sweep", po::value(&a.sweeps)->composing(), "a complete stored sweep to replay (repeatable)")(
+      "strategy", po::value(&a.strategies)->composing(), "a strategy to replay (repeatable; default: all)")(
+      "seeds", po::value(&a.seeds)->default_value(a.seeds), "seeds per strategy")(
+      "seed", po::value(&a.first_seed)->default_value(a.first_seed), "the first seed")(
+      "jobs,j", po::value(&a.options.compile_jobs)->default_value(16), "simulated compiler processes")(
+      "gpus", po::value(&a.options.lanes)->default_value(1), "simulated GPUs measuring at once")(
+      "budget", po::value(&a.options.budget)->default_value(0), "the strategies' budget (0: none)")(
+      "curves", po::value(&a.curves), "write every seed's best-so-far curve to this JSON file")(
+      "space", po::value(&a.space_files)->composing(),
+      "a space file (bench/spaces/*.csv) to replay (repeatable)")(
+      "write-space", po::value(&a.write_space),
+      "write the sweep's space to this CSV file instead of replaying")(
+      "transfer", po::value(&a.transfer_files)->composing(),
+      "guided starts from this space file of the same family at another size or device (repeatable)")(
+      "no-plan-features", "guided: leave the plan features out of the model (an ablation)");
+  if (!parse(
+          "replay",
+          "Replays strategies against complete stored sweeps without a GPU: evaluations and simulated "
+          "seconds until the best is within 1%, 2% and 5% of the sweep's best (median [range] over seeds).",
+          desc, argv))
+    return 0;
+  a.options.plan_features = std::find(argv.begin(), argv.end(), "--no-plan-features") == argv.end();
+  if (a.sweeps.empty() && a.space_files.empty())
+    throw UsageError("replay: name at least one sweep (--sweep ID) or space file (--space FILE)");
+  if (a.seeds < 1) throw UsageError("replay: --seeds must be at least 1, got " + std::to_string(a.seeds));
+  if (a.options.compile_jobs < 1) throw UsageError("replay: --jobs must be at least 1");
+  if (a.options.lanes < 1) throw UsageError("replay: --gpus must be at least 1");
+  if (!a.curves.empty()) check_output_path(a.curves, "--curves", a.db);
+  if (!a.write_space.empty()) check_output_path(a.write_space, "--write-space", a.db);
+  if (a.strategies.empty()) a.strategies = strategy_names();
+  const std::vector<ReplaySpace> spaces = load_spaces(a);
+  try {
+    for (const auto& file : a.transfer_files)
+      a.options.transfer.push_back(prior_sweep_of(read_replay_space(file)));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("replay: --transfer: ") + e.what());
+  }
+  if (!a.write_space.empty()) {
+    write_space(a, spaces);
+    return 0;
+  }
+  replay_all(a, spaces);
+  return 0;
+}
+
+}  // namespace tiletune::cli

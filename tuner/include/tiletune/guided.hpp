@@ -1,0 +1,55 @@
+// The model-guided strategy: gradient-boosted trees (XGBoost) learn a configuration's time from what is
+// known before measuring it, and each batch measures what the model predicts fastest, with a share drawn at
+// random so that the model sees the whole space.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tiletune/device.hpp"
+#include "tiletune/family.hpp"
+#include "tiletune/plan.hpp"
+#include "tiletune/strategy.hpp"
+
+namespace tiletune {
+
+// One row per candidate: each parameter's value, on a log2 scale where all of its values are positive
+// (tile sizes and block shapes act by ratios).
+std::vector<std::vector<float>> parameter_features(const KernelFamily& family,
+                                                   const std::vector<Params>& candidates);
+
+// What the plan knows of a runnable configuration before compiling it, for the model: threads per block,
+// blocks in the grid (log2), shared memory per block (KiB), blocks and warp occupancy per SM as the limits
+// allow before registers are known, waves of blocks over the SMs, and the last wave's fill. Registers are
+// left out: a configuration is chosen before it is compiled.
+std::vector<std::string> plan_feature_names();
+std::vector<float> plan_features(const PlannedConfig& config, const DeviceLimits& device);
+
+// Why guided cannot run here (XGBoost cannot be opened), in one line; empty when it can.
+const std::string& guided_unavailable();
+
+struct GuidedOptions {
+  std::size_t batch = 8;    // measurements proposed per fit: enough to keep compilers and GPUs busy
+  std::size_t initial = 0;  // random measurements before the first fit (0: chosen from the space's size)
+  double explore = 0.125;   // share of each batch drawn at random
+  int rounds = 60;          // trees per fit
+  // Transfer (see transfer.hpp): candidates measured first, in order, and a prior per candidate (lower is
+  // more promising, NaN unknown) that orders the start in place of random draws.
+  std::vector<std::size_t> first;
+  std::vector<float> prior;
+};
+
+// Guided search over candidates described by `features` (one row each, all of one width). Throws
+// std::runtime_error with one line when XGBoost cannot be opened.
+std::unique_ptr<Strategy> make_guided_strategy(std::vector<std::vector<float>> features, std::size_t budget,
+                                               std::uint64_t seed, const GuidedOptions& options = {});
+
+// Guided search over a space too large to enumerate: it ranks a pool of 2048 unmeasured runnable points drawn
+// lazily in a seeded shuffled order (each pruned as it is drawn), topped up as they are measured; memory
+// follows the pool and the budget. Stops after `budget` measurements, when the space is spent, or after
+// kMaxFruitlessDraws draws in a row found nothing runnable.
+std::unique_ptr<Strategy> make_lazy_guided_strategy(LazyCandidates& space, std::size_t budget,
+                                                    std::uint64_t seed, const GuidedOptions& options = {});
+
+}  // namespace tiletune

@@ -1,0 +1,105 @@
+// Replay: a strategy run against a complete sweep measured before, without a GPU. Each configuration costs
+// its stored compile time (in a simulated pool of compiler processes that behaves as the sweep's does) and
+// its stored measuring wall time; its outcome comes from the stored sweep. This is how strategies compare.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tiletune/device.hpp"
+#include "tiletune/family.hpp"
+#include "tiletune/records.hpp"
+#include "tiletune/transfer.hpp"
+
+namespace tiletune {
+
+class Store;
+
+// One runnable configuration of a measured space (pruned ones never reach a strategy).
+struct ReplayPoint {
+  Params params;
+  std::optional<double> median_ms;  // nullopt: it failed (compile, launch, runtime, wrong result, timeout)
+  bool compiled = true;             // false: it failed to compile, so it never reached the GPU
+  double compile_ms = 0;            // NVRTC's time for its CUBIN
+  double measure_ms = 0;            // the worker's wall time for it: set-up, checks and timed runs
+  std::vector<float> plan;          // plan_features() (empty: not known)
+};
+
+struct ReplaySpace {
+  std::string name;  // what the tables call it, e.g. "gemm_bf16_wgmma 4096x4096x4096 H100"
+  std::string family;
+  std::vector<ReplayPoint> points;      // in the space's order (brute force walks it so)
+  std::vector<std::string> plan_names;  // the plan features each point holds (plan_feature_names() or none)
+
+  // The fastest ok median; nullopt when nothing ran.
+  std::optional<double> best_ms() const;
+};
+
+// The space of a stored sweep: its results less the pruned ones, in the space's order. A missing compile or
+// measure time (a CUBIN from the cache, an import without them) takes the median of the others. Throws
+// std::invalid_argument, one line naming the sweep, when it does not exist, is not done, was a sample rather
+// than every configuration, or has no ok result.
+ReplaySpace replay_space_from_store(const Store& store, std::int64_t sweep_id);
+
+// Orders the points as the space enumerates them (brute force's order), by replay_family's index.
+void sort_in_space_order(ReplaySpace& space);
+
+// A family whose parameters hold the values the space's points take, sorted: what a strategy needs to walk
+// it (annealing's neighbours), with nothing a GPU would need.
+KernelFamily replay_family(const ReplaySpace& space);
+
+// Adds the plan features to every point: the family's configurations planned for `device` at `problem`.
+// Throws std::invalid_argument, one line, when a point does not plan as runnable (the family changed since).
+void add_plan_features(ReplaySpace& space, const KernelFamily& family, const DeviceLimits& device,
+                       const ProblemKey& problem);
+
+// A space as a small CSV file (what bench/spaces holds): a comment line with the space's name, one with its
+// family, a header (the parameters, outcome, median_ms, compile_ms, measure_ms, then plan features), one row
+// per runnable configuration. read_replay_space throws std::invalid_argument, one line naming the file, the
+// line and the field, on anything malformed.
+void write_replay_space(const ReplaySpace& space, std::ostream& out);
+ReplaySpace read_replay_space(const std::filesystem::path& path);
+
+// A space as an earlier sweep that guided transfers from.
+PriorSweep prior_sweep_of(const ReplaySpace& space);
+
+struct ReplayOptions {
+  std::vector<PriorSweep> transfer;  // guided: earlier sweeps of the family to start from (see transfer.hpp)
+  bool plan_features = true;         // guided: give the model the points' plan features (off for an ablation)
+  int compile_jobs = 1;              // compiler processes, as a sweep's -j
+  std::size_t lanes = 1;             // GPUs measuring at once
+  std::size_t budget = 0;            // the strategy's budget (0: none)
+  double stop_within = 0.01;  // stop once the best is within this fraction of the space's best (<0: never)
+};
+
+// The best-so-far after each measurement.
+struct ReplayStep {
+  std::size_t evaluations = 0;  // measurements done (failures count)
+  double seconds = 0;           // simulated time since the sweep started
+  double best_ms = 0;           // +inf while nothing ran
+};
+
+struct ReplayRun {
+  std::vector<ReplayStep> curve;
+  // The first step within `fraction` of `best` (e.g. 0.01: within 1%); nullopt when none is.
+  std::optional<ReplayStep> reached(double best, double fraction) const;
+};
+
+// Median and range over seeds of one quantity (evaluations or seconds to a target); a seed that never
+// reached the target counts as +inf.
+struct ReplayStat {
+  double median = 0, low = 0, high = 0;
+  std::size_t reached = 0, runs = 0;
+};
+ReplayStat replay_stat(std::vector<double> values);
+
+// Runs strategy `name` (see strategy_names) with `seed` over the space; the same seed gives the same run.
+// Throws std::invalid_argument on an unknown strategy.
+ReplayRun replay(const ReplaySpace& space, const KernelFamily& family, const std::string& name,
+                 std::uint64_t seed, const ReplayOptions& options);
+
+}  // namespace tiletune

@@ -1,0 +1,265 @@
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "tiletune/guided.hpp"
+#include "tiletune/occupancy.hpp"
+#include "xgboost_model.hpp"
+
+namespace tiletune {
+
+namespace {
+
+// Tile sizes and block shapes act by ratios; a tree model only needs the order, which this keeps.
+float parameter_feature(std::int64_t v) {
+  return static_cast<float>(v >= 1 ? std::log2(static_cast<double>(v)) : static_cast<double>(v) - 1);
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> parameter_features(const KernelFamily& family,
+                                                   const std::vector<Params>& candidates) {
+  std::vector<std::vector<float>> rows(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    for (const auto& parameter : family.parameters) {
+      const auto it = candidates[i].find(parameter.name);
+      rows[i].push_back(it == candidates[i].end() ? NAN : parameter_feature(it->second));
+    }
+  return rows;
+}
+
+const std::string& guided_unavailable() { return xgboost_unavailable(); }
+
+std::vector<std::string> plan_feature_names() {
+  return {"threads", "log2_blocks", "smem_kib", "blocks_per_sm", "occupancy", "waves", "last_wave_fill"};
+}
+
+std::vector<float> plan_features(const PlannedConfig& config, const DeviceLimits& device) {
+  const LaunchGeometry& l = config.launch;
+  const double blocks =
+      static_cast<double>(l.grid[0]) * static_cast<double>(l.grid[1]) * static_cast<double>(l.grid[2]);
+  const Occupancy occ =
+      compute_occupancy(device, static_cast<int>(l.threads()), 0, l.static_smem_estimate, l.dynamic_smem);
+  const double per_wave = static_cast<double>(std::max(device.sm_count, 1)) * std::max(occ.active_blocks, 1);
+  const double waves = blocks / per_wave;
+  return {static_cast<float>(l.threads()),
+          static_cast<float>(std::log2(std::max(blocks, 1.0))),
+          static_cast<float>(static_cast<double>(l.static_smem_estimate + l.dynamic_smem) / 1024),
+          static_cast<float>(occ.active_blocks),
+          static_cast<float>(occ.fraction),
+          static_cast<float>(waves),
+          static_cast<float>(waves / std::ceil(std::max(waves, 1e-9)))};
+}
+
+namespace {
+
+using Times = std::vector<std::optional<double>>;
+
+bool measured(const Times& times, std::size_t i) { return i < times.size() && times[i].has_value(); }
+
+// The search itself; where the candidates come from (a table, or a space drawn lazily) is the subclass's.
+class GuidedStrategy : public Strategy {
+ public:
+  GuidedStrategy(std::size_t budget, std::size_t space_size, std::uint64_t seed, const GuidedOptions& options)
+      : budget_(budget), options_(options), rng_(seed), model_(options.rounds, seed) {
+    // A small space cannot spend many measurements on learning: a shorter random start, smaller batches.
+    if (options_.initial == 0) options_.initial = std::clamp<std::size_t>(space_size / 50, 4, 24);
+    options_.batch = std::clamp<std::size_t>(space_size / 40, 2, options_.batch);
+  }
+
+  std::optional<std::size_t> next(const Times& times) override {
+    std::size_t done = 0;
+    for (const auto& t : times) done += t.has_value();
+    if (done >= budget_) return std::nullopt;
+    batch_.erase(
+        std::remove_if(batch_.begin(), batch_.end(), [&](std::size_t i) { return measured(times, i); }),
+        batch_.end());
+    if (batch_.empty()) propose(times, std::min(options_.batch, budget_ - done), done);
+    if (batch_.empty()) return std::nullopt;
+    const std::size_t pick = batch_.front();
+    batch_.erase(batch_.begin());
+    return pick;
+  }
+  std::vector<std::size_t> upcoming() const override { return batch_; }
+  bool order_is_fixed() const override { return false; }
+
+ protected:
+  // The unmeasured candidates worth ranking now, and one candidate's feature row.
+  virtual std::vector<std::size_t> open(const Times& times) = 0;
+  virtual const std::vector<float>& features(std::size_t slot) const = 0;
+
+  std::mt19937_64 rng_;
+
+ private:
+  // The next batch: what transfer puts first, then at random (or by the prior) until the model has enough
+  // to learn from, then mostly the model's fastest.
+  void propose(const Times& times, std::size_t count, std::size_t done) {
+    batch_.clear();
+    for (; first_pos_ < options_.first.size() && batch_.size() < count; ++first_pos_)
+      if (!measured(times, options_.first[first_pos_])) batch_.push_back(options_.first[first_pos_]);
+    if (!batch_.empty()) return;
+    std::vector<std::size_t> open_now = open(times);
+    std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
+    if (done < options_.initial || !fit(times)) {
+      if (options_.prior.empty()) {
+        batch_.assign(open_now.begin(),
+                      open_now.begin() + static_cast<std::ptrdiff_t>(std::min(count, open_now.size())));
+        return;
+      }
+      std::vector<float> prior;
+      for (std::size_t i : open_now)
+        prior.push_back(std::isnan(options_.prior[i]) ? 2.0f : options_.prior[i]);
+      choose(open_now, prior, count);
+      return;
+    }
+    choose(open_now, model_.predict(rows_of(open_now), width_), count);
+  }
+
+  // The `count` lowest scores but a share drawn at random, the most promising first.
+  void choose(const std::vector<std::size_t>& open_now, const std::vector<float>& score, std::size_t count) {
+    std::vector<std::size_t> order(open_now.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
+    const auto explore = static_cast<std::size_t>(std::floor(options_.explore * static_cast<double>(count)));
+    std::set<std::size_t> chosen;
+    for (std::size_t j = 0; j < order.size() && chosen.size() + explore < count; ++j)
+      chosen.insert(open_now[order[j]]);
+    for (std::size_t j = 0; j < open_now.size() && chosen.size() < count; ++j) chosen.insert(open_now[j]);
+    for (std::size_t j : order)
+      if (chosen.count(open_now[j])) batch_.push_back(open_now[j]);
+  }
+
+  // Fits log time over what was measured; a failure counts as twice the slowest time seen, so that the model
+  // steers away from it. False when nothing ran yet.
+  bool fit(const Times& times) {
+    std::vector<std::size_t> rows;
+    double worst = -INFINITY;
+    for (std::size_t i = 0; i < times.size(); ++i)
+      if (times[i]) {
+        rows.push_back(i);
+        if (std::isfinite(*times[i])) worst = std::max(worst, std::log(*times[i]));
+      }
+    if (!std::isfinite(worst)) return false;
+    std::vector<float> y;
+    for (std::size_t i : rows)
+      y.push_back(static_cast<float>(std::isfinite(*times[i]) ? std::log(*times[i]) : worst + std::log(2.0)));
+    width_ = features(rows.front()).size();
+    model_.fit(rows_of(rows), width_, y);
+    return true;
+  }
+
+  std::vector<float> rows_of(const std::vector<std::size_t>& which) const {
+    std::vector<float> x;
+    x.reserve(which.size() * width_);
+    for (std::size_t i : which) x.insert(x.end(), features(i).begin(), features(i).end());
+    return x;
+  }
+
+  std::size_t budget_;
+  GuidedOptions options_;
+  BoostedTrees model_;
+  std::size_t width_ = 0;
+  std::vector<std::size_t> batch_;
+  std::size_t first_pos_ = 0;  // how far options_.first was dealt
+};
+
+// Over an enumerated space: every unmeasured candidate is ranked.
+class TableGuided : public GuidedStrategy {
+ public:
+  TableGuided(std::vector<std::vector<float>> rows, std::size_t budget, std::uint64_t seed,
+              const GuidedOptions& options)
+      : GuidedStrategy(budget ? std::min(budget, rows.size()) : rows.size(), rows.size(), seed, options),
+        rows_(std::move(rows)) {}
+
+  std::vector<std::size_t> likely_order() const override {
+    std::vector<std::size_t> all(rows_.size());
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+
+ protected:
+  std::vector<std::size_t> open(const Times& times) override {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < rows_.size(); ++i)
+      if (!measured(times, i)) out.push_back(i);
+    return out;
+  }
+  const std::vector<float>& features(std::size_t slot) const override { return rows_[slot]; }
+
+ private:
+  std::vector<std::vector<float>> rows_;
+};
+
+// Over a space too large to enumerate: a pool of runnable points drawn in a seeded shuffled order (pruned as
+// they come), topped up as it is measured, is ranked. (Adding the neighbours of the fastest points made it
+// a hill climb of one step at a time, slower than ranking fresh draws.)
+class LazyGuided : public GuidedStrategy {
+ public:
+  static constexpr std::size_t kPool = 2048;  // unmeasured drawn points ranked at each fit
+
+  LazyGuided(LazyCandidates& space, std::size_t budget, std::uint64_t seed, const GuidedOptions& options)
+      : GuidedStrategy(budget, kPool, seed, options), space_(space), draws_(space.space().size(), seed) {}
+
+  std::vector<std::size_t> likely_order() const override { return {}; }
+  std::string stop_reason() const override {
+    return gave_up_
+               ? "gave up: " + std::to_string(kMaxFruitlessDraws) + " draws in a row found nothing runnable"
+               : std::string();
+  }
+
+ protected:
+  std::vector<std::size_t> open(const Times& times) override {
+    std::size_t unmeasured = 0;
+    for (std::size_t i = 0; i < space_.candidates().size(); ++i) unmeasured += !measured(times, i);
+    while (unmeasured < kPool && draw()) ++unmeasured;
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < space_.candidates().size(); ++i)
+      if (!measured(times, i)) out.push_back(i);
+    return out;
+  }
+
+  const std::vector<float>& features(std::size_t slot) const override {
+    while (rows_.size() <= slot) {
+      std::vector<float> row;
+      for (const auto& [name, v] : space_.candidates()[rows_.size()].params)
+        row.push_back(parameter_feature(v));
+      rows_.push_back(std::move(row));
+    }
+    return rows_[slot];
+  }
+
+ private:
+  // Draws until a runnable point joins; false when the space is spent or the draws gave up.
+  bool draw() {
+    while (!gave_up_ && pos_ < draws_.size()) {
+      const std::uint64_t index = draws_[pos_++];
+      const auto v = space_.visit(index, /*remember=*/false);
+      if (v.fate == LazyCandidates::Fate::runnable) return fruitless_ = 0, true;
+      if (v.fate == LazyCandidates::Fate::pruned && ++fruitless_ >= kMaxFruitlessDraws) gave_up_ = true;
+    }
+    return false;
+  }
+
+  LazyCandidates& space_;
+  IndexShuffle draws_;
+  std::uint64_t pos_ = 0, fruitless_ = 0;
+  bool gave_up_ = false;
+  mutable std::vector<std::vector<float>> rows_;  // each slot's features, made when first needed
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_guided_strategy(std::vector<std::vector<float>> features, std::size_t budget,
+                                               std::uint64_t seed, const GuidedOptions& options) {
+  return std::make_unique<TableGuided>(std::move(features), budget, seed, options);
+}
+
+std::unique_ptr<Strategy> make_lazy_guided_strategy(LazyCandidates& space, std::size_t budget,
+                                                    std::uint64_t seed, const GuidedOptions& options) {
+  return std::make_unique<LazyGuided>(space, budget, seed, options);
+}
+
+}  // namespace tiletune

@@ -1,0 +1,191 @@
+#include "tiletune/replay.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <set>
+
+#include "simulated_compile_pool.hpp"
+#include "tiletune/guided.hpp"
+#include "tiletune/strategy.hpp"
+
+namespace tiletune {
+
+std::optional<double> ReplaySpace::best_ms() const {
+  std::optional<double> best;
+  for (const auto& p : points)
+    if (p.median_ms && (!best || *p.median_ms < *best)) best = p.median_ms;
+  return best;
+}
+
+KernelFamily replay_family(const ReplaySpace& space) {
+  std::map<std::string, std::set<std::int64_t>> values;
+  for (const auto& p : space.points)
+    for (const auto& [name, v] : p.params) values[name].insert(v);
+  KernelFamily family;
+  family.name = space.family;
+  for (const auto& [name, set] : values) {
+    Parameter parameter{name, {set.begin(), set.end()}, *set.begin()};
+    family.parameters.push_back(std::move(parameter));
+  }
+  return family;
+}
+
+PriorSweep prior_sweep_of(const ReplaySpace& space) {
+  PriorSweep p;
+  p.label = space.name;
+  for (const auto& point : space.points) p.results.emplace_back(point.params, point.median_ms);
+  return p;
+}
+
+std::optional<ReplayStep> ReplayRun::reached(double best, double fraction) const {
+  for (const auto& s : curve)
+    if (s.best_ms <= best * (1 + fraction)) return s;
+  return std::nullopt;
+}
+
+ReplayStat replay_stat(std::vector<double> values) {
+  ReplayStat s;
+  s.runs = values.size();
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  s.reached = static_cast<std::size_t>(
+      std::count_if(values.begin(), values.end(), [](double v) { return std::isfinite(v); }));
+  const std::size_t n = values.size();
+  s.median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  s.low = values.front();
+  s.high = values.back();
+  return s;
+}
+
+namespace {
+
+// The sweep's strategies; guided sees the points' plan features too, as in a sweep.
+std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, const KernelFamily& family,
+                                                    const std::vector<Params>& params,
+                                                    const std::string& name, std::uint64_t seed,
+                                                    const ReplayOptions& options) {
+  if (name != "guided") return make_strategies(name, family, params, options.budget, seed, options.lanes);
+  auto rows = parameter_features(family, params);
+  if (options.plan_features && !space.plan_names.empty())
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      rows[i].insert(rows[i].end(), space.points[i].plan.begin(), space.points[i].plan.end());
+  GuidedOptions guided;
+  if (!options.transfer.empty()) {
+    Transfer t = transfer_from(options.transfer, params);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(t.rank[i]);
+    guided.first = std::move(t.first);
+    guided.prior = std::move(t.rank);
+  }
+  std::vector<std::unique_ptr<Strategy>> out;
+  out.push_back(make_guided_strategy(std::move(rows), options.budget, seed, guided));
+  return out;
+}
+
+// One measurement under way on a lane: it ends at `end`.
+struct InFlight {
+  double end;
+  std::size_t lane, pick;
+  bool operator>(const InFlight& o) const { return end != o.end ? end > o.end : lane > o.lane; }
+};
+
+// The sweep loop of run_sweep in simulated time: idle lanes are dealt the strategies' picks, each waits for
+// its CUBIN and measures, and the earliest to finish is recorded first.
+class Replayer {
+ public:
+  Replayer(const ReplaySpace& space, const KernelFamily& family, const std::string& name, std::uint64_t seed,
+           const ReplayOptions& options)
+      : space_(space), options_(options), times_(space.points.size()), lane_ahead_(options.lanes) {
+    std::vector<Params> params;
+    std::vector<double> compile_s;
+    for (const auto& p : space.points) {
+      params.push_back(p.params);
+      compile_s.push_back(p.compile_ms * 1e-3);
+    }
+    walkers_ = make_walkers(space, family, params, name, seed, options);
+    fixed_ = walkers_.front()->order_is_fixed();
+    std::vector<std::size_t> eager;
+    if (fixed_) {
+      eager = walkers_.front()->likely_order();
+      std::vector<bool> in(space.points.size());
+      for (std::size_t i : eager) in[i] = true;
+      for (std::size_t i = 0; i < in.size(); ++i)
+        if (!in[i]) eager.push_back(i);
+    }
+    pool_ = std::make_unique<SimulatedCompilePool>(std::move(compile_s), options.compile_jobs, eager);
+    drained_.assign(options.lanes, false);
+  }
+
+  ReplayRun run() {
+    const double best = space_.best_ms().value_or(0);
+    ReplayRun out;
+    double best_so_far = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < options_.lanes; ++k) deal(k, 0);
+    while (!flight_.empty()) {
+      const InFlight f = flight_.top();
+      flight_.pop();
+      const auto& p = space_.points[f.pick];
+      times_[f.pick] = p.median_ms ? *p.median_ms : std::numeric_limits<double>::infinity();
+      best_so_far = std::min(best_so_far, *times_[f.pick]);
+      out.curve.push_back({out.curve.size() + 1, f.end, best_so_far});
+      if (options_.stop_within >= 0 && best_so_far <= best * (1 + options_.stop_within)) break;
+      deal(f.lane, f.end);
+    }
+    return out;
+  }
+
+ private:
+  void deal(std::size_t k, double t) {
+    if (drained_[k]) return;
+    Strategy& walker = *walkers_[walkers_.size() == 1 ? 0 : k];
+    const auto pick = walker.next(times_);
+    if (!pick) {
+      if (walkers_.size() == 1)
+        drained_.assign(drained_.size(), true);
+      else
+        drained_[k] = true;
+      return;
+    }
+    times_[*pick] = std::numeric_limits<double>::infinity();  // in flight: never asked for twice
+    if (!fixed_) prefetch(k, *pick, walker.upcoming(), t);
+    const ReplayPoint& p = space_.points[*pick];
+    const double ready = pool_->ready_at(*pick, t, fixed_);
+    flight_.push({ready + (p.compiled ? p.measure_ms * 1e-3 : 0.0), k, *pick});
+  }
+
+  // As run_sweep does: the picks in flight and what each walker asks for next, interleaved over the lanes.
+  void prefetch(std::size_t k, std::size_t pick, const std::vector<std::size_t>& upcoming, double t) {
+    lane_ahead_[k] = {pick};
+    lane_ahead_[k].insert(lane_ahead_[k].end(), upcoming.begin(), upcoming.end());
+    std::vector<std::size_t> all;
+    for (std::size_t j = 0;; ++j) {
+      bool any = false;
+      for (const auto& ahead : lane_ahead_)
+        if (j < ahead.size()) all.push_back(ahead[j]), any = true;
+      if (!any) break;
+    }
+    pool_->prefetch(t, all);
+  }
+
+  const ReplaySpace& space_;
+  ReplayOptions options_;
+  std::vector<std::optional<double>> times_;
+  std::vector<std::unique_ptr<Strategy>> walkers_;
+  bool fixed_ = true;
+  std::unique_ptr<SimulatedCompilePool> pool_;
+  std::vector<std::vector<std::size_t>> lane_ahead_;
+  std::vector<bool> drained_;
+  std::priority_queue<InFlight, std::vector<InFlight>, std::greater<>> flight_;
+};
+
+}  // namespace
+
+ReplayRun replay(const ReplaySpace& space, const KernelFamily& family, const std::string& name,
+                 std::uint64_t seed, const ReplayOptions& options) {
+  ReplayOptions o = options;
+  o.lanes = std::max<std::size_t>(o.lanes, 1);
+  return Replayer(space, family, name, seed, o).run();
+}
+
+}  // namespace tiletune

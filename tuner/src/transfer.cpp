@@ -1,0 +1,84 @@
+#include "tiletune/transfer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "tiletune/store.hpp"
+
+namespace tiletune {
+
+std::vector<PriorSweep> prior_sweeps(const Store& store, const std::string& family, std::int64_t exclude,
+                                     std::size_t limit) {
+  std::vector<PriorSweep> out;
+  for (const auto& info : store.sweeps(family)) {
+    if (out.size() >= limit) break;
+    if (info.id == exclude || info.kind != "sweep") continue;
+    PriorSweep p;
+    p.label = info.problem.size_text() + " on " + info.device.name;
+    bool any_ok = false;
+    for (const auto& r : store.results(info.id)) {
+      if (r.record.outcome == Outcome::pruned) continue;
+      any_ok = any_ok || r.record.outcome == Outcome::ok;
+      p.results.emplace_back(r.record.params,
+                             r.record.outcome == Outcome::ok ? r.record.median_ms : std::nullopt);
+    }
+    if (any_ok) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+namespace {
+
+// Each configuration's rank within one sweep: 0 the fastest, 1 the slowest ok one or any failure.
+std::map<std::string, double> ranks_of(const PriorSweep& sweep) {
+  std::vector<std::pair<double, std::string>> ok;
+  std::map<std::string, double> rank;
+  for (const auto& [params, median] : sweep.results) {
+    if (median)
+      ok.emplace_back(*median, params_to_text(params));
+    else
+      rank[params_to_text(params)] = 1.0;
+  }
+  std::sort(ok.begin(), ok.end());
+  for (std::size_t i = 0; i < ok.size(); ++i)
+    rank[ok[i].second] = ok.size() > 1 ? static_cast<double>(i) / static_cast<double>(ok.size() - 1) : 0.0;
+  return rank;
+}
+
+}  // namespace
+
+Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
+                       std::size_t first_per_sweep) {
+  Transfer t;
+  t.rank.assign(candidates.size(), NAN);
+  if (prior.empty()) return t;
+  std::map<std::string, std::size_t> slot;
+  for (std::size_t i = 0; i < candidates.size(); ++i) slot[params_to_text(candidates[i])] = i;
+  std::vector<double> sum(candidates.size()), count(candidates.size());
+  std::vector<std::vector<std::size_t>> fastest(prior.size());
+  for (std::size_t s = 0; s < prior.size(); ++s) {
+    std::vector<std::pair<double, std::size_t>> order;
+    for (const auto& [text, r] : ranks_of(prior[s]))
+      if (const auto it = slot.find(text); it != slot.end()) {
+        sum[it->second] += r, count[it->second] += 1;
+        order.emplace_back(r, it->second);
+      }
+    std::sort(order.begin(), order.end());
+    for (std::size_t j = 0; j < std::min(first_per_sweep, order.size()); ++j)
+      fastest[s].push_back(order[j].second);
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (count[i] > 0) t.rank[i] = static_cast<float>(sum[i] / count[i]);
+  for (std::size_t j = 0; j < first_per_sweep; ++j)  // each sweep's best, then each one's second, ...
+    for (const auto& f : fastest)
+      if (j < f.size() && std::find(t.first.begin(), t.first.end(), f[j]) == t.first.end())
+        t.first.push_back(f[j]);
+  t.line = "guided: transfer from " + std::to_string(prior.size()) + " sweep" +
+           (prior.size() > 1 ? "s" : "") + " of this family (";
+  for (std::size_t s = 0; s < prior.size(); ++s) t.line += (s ? "; " : "") + prior[s].label;
+  t.line += "): their " + std::to_string(t.first.size()) + " fastest first, their rank order as a prior";
+  return t;
+}
+
+}  // namespace tiletune
