@@ -155,6 +155,20 @@ void print_overall(std::size_t done, std::size_t total, double spent, double pla
   std::cout << "\n";
 }
 
+// --input NAME=PATH, for the one family swept.
+void use_input_files(std::vector<KernelFamily>& fams, const std::string& family,
+                     const std::vector<std::string>& inputs) {
+  if (family.empty()) throw UsageError("sweep: --input needs --family");
+  auto it = std::find_if(fams.begin(), fams.end(), [&](const KernelFamily& f) { return f.name == family; });
+  if (it == fams.end()) (void)find_family(fams, family);  // its one-line error
+  for (const auto& text : inputs) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+      throw UsageError("sweep: --input '" + text + "' must be NAME=PATH");
+    use_input_file(*it, text.substr(0, eq), text.substr(eq + 1));
+  }
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& argv) {
@@ -191,7 +205,10 @@ int cmd_sweep(const std::vector<std::string>& argv) {
                                                     "seed of the random inputs and strategies")(
       "shard", po::value<std::string>(),
       "I/N: measure only part I (0 to N-1) of N of each space, e.g. one Slurm array task's; merge the "
-      "databases with 'tiletune merge'");
+      "databases with 'tiletune merge'")(
+      "input", po::value<std::vector<std::string>>()->composing(),
+      "NAME=PATH: fill the input buffer or constant NAME from this file (.npy, else raw little-endian); "
+      "repeatable; the file's hash keeps these results apart from other data's");
   if (!parse("sweep",
              "Measures every runnable configuration of a family on the GPU in a separate worker process, "
              "validates\n"
@@ -224,7 +241,8 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   o.progress_line = ::isatty(STDOUT_FILENO);
   if (o.strategy != "auto")
     make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
-  const auto fams = families(c);
+  auto fams = families(c);
+  if (vm.count("input")) use_input_files(fams, c.family, vm["input"].as<std::vector<std::string>>());
   std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
   if (!main_job) {
     const KernelFamily& f = find_family(fams, c.family);
