@@ -1,5 +1,6 @@
 #include "tiletune/capture.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,13 +12,20 @@ namespace {
 
 using nlohmann::json;
 
-CapturedProblem parse_line(const std::string& where, const std::string& text) {
-  json j;
+// A line as JSON; null where it is not JSON, or nested deeper than a capture line ever is (a parser's stack
+// is not for hostile files to spend).
+json parse_json(const std::string& text) {
+  if (std::count(text.begin(), text.end(), '[') + std::count(text.begin(), text.end(), '{') > 16)
+    return nullptr;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error&) {
-    throw CaptureError(where + ": not a JSON object");
+    return json::parse(text);
+  } catch (const json::exception&) {
+    return nullptr;
   }
+}
+
+CapturedProblem parse_line(const std::string& where, const std::string& text) {
+  const json j = parse_json(text);
   if (!j.is_object()) throw CaptureError(where + ": not a JSON object");
   const auto field = [&](const char* key, bool required) {
     if (!j.contains(key)) {
@@ -39,11 +47,7 @@ CapturedProblem parse_line(const std::string& where, const std::string& text) {
 }
 
 void check_first_line(const std::string& where, const std::string& text) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error&) {
-  }
+  const json j = parse_json(text);
   if (!j.is_object() || !j.contains("tiletune_capture"))
     throw CaptureError(where + ": not a capture file (its first line must be {\"tiletune_capture\": " +
                        std::to_string(kCaptureVersion) + "})");

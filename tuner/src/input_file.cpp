@@ -9,8 +9,12 @@
 namespace tiletune {
 namespace {
 
+// The text quoted from a hostile header is made printable, so that the message stays one line.
 [[noreturn]] void fail(const std::string& field, const std::string& what) {
-  throw InputFileError("npy " + field + ": " + what);
+  std::string line = "npy " + field + ": " + what;
+  for (char& c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  throw InputFileError(line);
 }
 
 // The numpy type strings of tiletune's element types ('<' little-endian, '|' single byte, '=' native, which
