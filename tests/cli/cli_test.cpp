@@ -526,6 +526,7 @@ TEST(Cli, CapturedAndInputFilesAreCheckedBeforeAnything) {
       {"sweep --family spmv_csr --input nothing=short.bin", "no input buffer or constant of that name"},
       {"sweep --family spmv_csr --input values", "must be NAME=PATH"},
       {"sweep --input values=short.bin", "--input needs --family"},
+      {"bench --family spmv_csr --input values=short.bin", "--input values: "},
   };
   for (const auto& c : cases) {
     const CmdResult r = tiletune_cmd(c.args, dir);

@@ -92,6 +92,10 @@ TEST(DataFamilies, PnpolyPlansCompilesAndItsReferenceReadsTheSetupKernelsSlopes)
   const auto fams = builtin();
   const KernelFamily& f = find_family(fams, "pnpoly");
   ASSERT_EQ(f.setup.size(), 1u);
+  ASSERT_EQ(f.baselines, std::vector<std::string>{"pnpoly_naive"});
+  const KernelFamily& naive = find_family(fams, "pnpoly_naive");
+  EXPECT_EQ(naive.setup.size(), 1u) << "the baseline derives its slopes too";
+  EXPECT_EQ(enumerate_space(naive).size(), 1u);
   const ProblemKey p = f.make_problem({4096, 600}, {});
   plans_and_compiles(f, p, {{}, {{"SHARED", 1}, {"PPT", 8}, {"SLOPES", 0}}, {{"BLOCK", 1024}, {"PPT", 4}}});
   test::TempDir dir;

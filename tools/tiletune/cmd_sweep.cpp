@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli.hpp"
+#include "input_option.hpp"
 #include "tiletune/capture.hpp"
 #include "tiletune/strategy.hpp"
 #include "tiletune/sweep.hpp"
@@ -156,20 +157,6 @@ void print_overall(std::size_t done, std::size_t total, double spent, double pla
   std::cout << "\n";
 }
 
-// --input NAME=PATH, for the one family swept.
-void use_input_files(std::vector<KernelFamily>& fams, const std::string& family,
-                     const std::vector<std::string>& inputs) {
-  if (family.empty()) throw UsageError("sweep: --input needs --family");
-  auto it = std::find_if(fams.begin(), fams.end(), [&](const KernelFamily& f) { return f.name == family; });
-  if (it == fams.end()) (void)find_family(fams, family);  // its one-line error
-  for (const auto& text : inputs) {
-    const auto eq = text.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-      throw UsageError("sweep: --input '" + text + "' must be NAME=PATH");
-    use_input_file(*it, text.substr(0, eq), text.substr(eq + 1));
-  }
-}
-
 // The problems of a capture file, each once, for the families loaded; a family not loaded or a problem it
 // refuses is one line naming the file and the line.
 std::vector<std::pair<const KernelFamily*, ProblemKey>> captured_work(const std::vector<KernelFamily>& fams,
@@ -274,7 +261,8 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (o.strategy != "auto")
     make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
   auto fams = families(c);
-  if (vm.count("input")) use_input_files(fams, c.family, vm["input"].as<std::vector<std::string>>());
+  if (vm.count("input"))
+    use_input_files(fams, "sweep", c.family, vm["input"].as<std::vector<std::string>>(), false);
   std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
   if (!captured.empty()) {
     work = captured_work(fams, captured);
