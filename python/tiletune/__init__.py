@@ -266,7 +266,9 @@ class Runtime:
     database: the tiletune database the sweeps wrote.
     families: folders of your own families, beside the built-in ones.
     cache: the compile cache the sweeps used (default: $TILETUNE_CACHE, else ~/.cache/tiletune).
-    bundle: a bundle folder; then no database is read and nothing is compiled."""
+    bundle: a bundle folder; then no database is read and nothing is compiled.
+    capture: a file to record each problem served without an exact match in, once each, for
+    ``tiletune sweep --captured`` (default: $TILETUNE_CAPTURE; "1" there means DATABASE.capture.jsonl)."""
 
     def __init__(
         self,
@@ -274,12 +276,14 @@ class Runtime:
         families: Sequence[PathLike] = (),
         cache: Optional[PathLike] = None,
         bundle: Optional[PathLike] = None,
+        capture: Optional[PathLike] = None,
     ) -> None:
         self._native = _tiletune.Runtime(
             os.fspath(database),
             [os.fspath(f) for f in families],
             os.fspath(cache) if cache is not None else "",
             os.fspath(bundle) if bundle is not None else "",
+            os.fspath(capture) if capture is not None else "",
         )
 
     def kernel(self, family: str, size: str, args: str = "") -> Kernel:

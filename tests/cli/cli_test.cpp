@@ -504,3 +504,35 @@ TEST(Cli, InvalidCsvNamesTheLineAndFieldAndChangesNothing) {
   EXPECT_EQ(tiletune_cmd("export --format csv", dir).out, before);
   EXPECT_EQ(read_bytes(dir.path / "tiletune.db"), db_before);
 }
+
+// sweep --captured and --input refuse bad files in one line, before any GPU or database is touched.
+TEST(Cli, CapturedAndInputFilesAreCheckedBeforeAnything) {
+  TempDir dir;
+  std::ofstream(dir.path / "bad.jsonl")
+      << "{\"tiletune_capture\": 1}\n"
+      << "{\"family\": \"gemm_fast\", \"device\": \"X\", \"size\": \"8x8x8\"}\n";
+  std::ofstream(dir.path / "size.jsonl")
+      << "{\"tiletune_capture\": 1}\n"
+      << "{\"family\": \"gemm_tiled\", \"device\": \"X\", \"size\": \"8x8\"}\n";
+  std::ofstream(dir.path / "short.bin") << "abc";
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"sweep --captured bad.jsonl", "bad.jsonl: line 2: unknown family 'gemm_fast'"},
+      {"sweep --captured size.jsonl", "size.jsonl: line 2: "},
+      {"sweep --captured absent.jsonl", "absent.jsonl: cannot read"},
+      {"sweep --captured bad.jsonl --family gemm_tiled", "--captured takes its families"},
+      {"sweep --family spmv_csr --input values=short.bin", "--input values: "},
+      {"sweep --family spmv_csr --input nothing=short.bin", "no input buffer or constant of that name"},
+      {"sweep --family spmv_csr --input values", "must be NAME=PATH"},
+      {"sweep --input values=short.bin", "--input needs --family"},
+      {"bench --family spmv_csr --input values=short.bin", "--input values: "},
+  };
+  for (const auto& c : cases) {
+    const CmdResult r = tiletune_cmd(c.args, dir);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_EQ(lines(r.err), 1) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db"));
+}

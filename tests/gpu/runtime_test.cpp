@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "../test_paths.hpp"
+#include "tiletune/capture.hpp"
 #include "tiletune/store.hpp"
 
 using namespace tiletune;
@@ -221,4 +222,37 @@ TEST(Runtime, EncodesTensorMapsOverTheCallersPointersAndLaunchesClusters) {
         << e.what();
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
   }
+}
+
+// The capture loop: an application asks for sizes it was not tuned for, the runtime records each once,
+// `sweep --captured` tunes exactly those, and the application's next run gets exact matches.
+TEST(Runtime, CapturedProblemsAreTunedAndThenMatchExactly) {
+  if (const std::string why = gpu_missing(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const auto db = dir.path / "app.db", cache = dir.path / "cache", capture = dir.path / "app.capture.jsonl";
+  const std::string bin =
+      "TILETUNE_CACHE='" + cache.string() + "' '" + test::tiletune_binary().string() + "' ";
+  const std::string log = " >> '" + (dir.path / "sweep.log").string() + "' 2>&1";
+  ASSERT_EQ(run(bin + "sweep --family gemm_tiled --size 1000x1000x777 --strategy random --budget 6 --db '" +
+                db.string() + "'" + log),
+            0);
+  {
+    runtime::Runtime rt({db, {}, cache, {}, capture});
+    for (const char* size : {"512x512x512", "300x200x100", "512x512x512"})
+      EXPECT_EQ(rt.kernel("gemm_tiled", size).match(), Match::nearest_size) << size;
+    EXPECT_EQ(rt.kernel("gemm_tiled", "1000x1000x777").match(), Match::exact);
+  }
+  const auto captured = read_capture(capture);
+  ASSERT_EQ(captured.size(), 2u) << "each size once, the exact match not at all";
+  EXPECT_EQ(captured[0].size, "512x512x512");
+  EXPECT_EQ(captured[0].match, "nearest_size");
+  ASSERT_EQ(run(bin + "sweep --captured '" + capture.string() + "' --strategy random --budget 6 --db '" +
+                db.string() + "'" + log),
+            0);
+  runtime::Runtime again({db, {}, cache, {}, capture});
+  for (const char* size : {"512x512x512", "300x200x100"}) {
+    const runtime::Kernel& k = again.kernel("gemm_tiled", size);
+    EXPECT_EQ(k.match(), Match::exact) << size << ": " << k.message();
+  }
+  EXPECT_EQ(read_capture(capture).size(), 2u) << "exact matches are not captured";
 }

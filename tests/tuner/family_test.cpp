@@ -617,3 +617,25 @@ TEST(Family, SharedTemplatesAndReferenceKernelsResolve) {
     EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   }
 }
+
+// Integer outputs may accept a few differing elements: a count, or a fraction of each output's elements.
+TEST(Family, IntegerOutputsMayAcceptSomeDifferingElements) {
+  const std::string grid = R"X("grid": ["ceil_div(n, 64)"]})X";
+  const auto with = [&](const std::string& value) {
+    return load_error(grid, R"X("grid": ["ceil_div(n, 64)"], "max_differing": )X" + value + "}");
+  };
+  EXPECT_EQ(with("3"), "");
+  EXPECT_EQ(with("0.001"), "");
+  for (const char* bad : {"-1", "1.5", "\"3\"", "[1]"})
+    EXPECT_NE(with(bad).find("reference.max_differing must be a count of elements"), std::string::npos)
+        << bad;
+  Reference ref;
+  EXPECT_EQ(ref.allowed_differing(ElementType::i32, 1000), 0u);
+  ref.max_differing = 3;
+  EXPECT_EQ(ref.allowed_differing(ElementType::i32, 1000), 3u);
+  EXPECT_EQ(ref.allowed_differing(ElementType::f32, 1000), 0u) << "floating outputs have rtol and atol";
+  ref.max_differing.reset();
+  ref.max_differing_fraction = 0.01;
+  EXPECT_EQ(ref.allowed_differing(ElementType::u8, 1000), 10u);
+  EXPECT_EQ(ref.allowed_differing(ElementType::u8, 99), 0u);
+}

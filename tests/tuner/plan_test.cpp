@@ -218,7 +218,9 @@ TEST(Plan, EveryConfigurationCompilesForSm80AndSm90) {
           EXPECT_GT(c.occupancy.active_blocks, 0);
         }
       }
-      EXPECT_EQ(plan.compile_stats.from_cache, 0) << "the cache was empty";
+      // A family on another's template (a naive baseline) may share that family's configurations.
+      if (f.source_from.empty())
+        EXPECT_EQ(plan.compile_stats.from_cache, 0) << f.name << ": the cache was empty";
       const Plan again = make_plan(f, device, p, cache, o);
       EXPECT_EQ(again.compile_stats.compiled, 0) << f.name;
       EXPECT_EQ(again.compile_stats.from_cache, plan.compile_stats.jobs) << f.name;

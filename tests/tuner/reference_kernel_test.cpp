@@ -44,6 +44,13 @@ namespace ref_histogram {
 namespace ref_softmax {
 #include "softmax_half/softmax_reference.cu"
 }
+// Their CPU tests, on the families' own data, are in data_families_test.cpp.
+namespace ref_spmv {
+#include "spmv_csr/spmv_reference.cu"
+}
+namespace ref_pnpoly {
+#include "pnpoly/pnpoly_reference.cu"
+}
 
 namespace {
 
@@ -588,6 +595,20 @@ const std::vector<DeclaredReference>& declared_references() {
        {"ceil_div(rows, 128)"},
        "double",
        parameter_types(ref_softmax::softmax_reference)},
+      {"spmv_csr",
+       "spmv_reference.cu",
+       "spmv_reference",
+       {"128"},
+       {"ceil_div(rows, 128)"},
+       "double",
+       parameter_types(ref_spmv::spmv_reference)},
+      {"pnpoly",
+       "pnpoly_reference.cu",
+       "pnpoly_reference",
+       {"256"},
+       {"ceil_div(n, 256)"},
+       "native",
+       parameter_types(ref_pnpoly::pnpoly_reference)},
   };
   return all;
 }

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "cli.hpp"
+#include "input_option.hpp"
 #include "tiletune/bench.hpp"
 
 namespace tiletune::cli {
@@ -15,6 +16,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
   m.budget_ms = 2000;
   m.target_spread = 0.01;
   std::string json_path, cache_dir = CompileCache::default_dir().string();
+  std::vector<std::string> inputs;
   po::options_description desc("options");
   add_common(desc, c, false, true);
   desc.add_options()("json", po::value(&json_path),
@@ -23,7 +25,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
       "min-reps", po::value(&m.min_reps)->default_value(m.min_reps), "timed runs at least")(
       "max-reps", po::value(&m.max_reps)->default_value(m.max_reps), "timed runs at most")(
       "rep-budget-ms", po::value(&m.budget_ms)->default_value(m.budget_ms),
-      "time budget for each kernel's runs");
+      "time budget for each kernel's runs")(
+      "input", po::value(&inputs)->composing(),
+      "NAME=PATH: fill input NAME of the family, and of each baseline family that has one, from this file "
+      "(as sweep --input; repeatable)");
   if (!parse(
           "bench",
           "Runs the best stored configuration of a family beside the baselines its family.json declares, in\n"
@@ -35,7 +40,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
     return 0;
   if (c.family.empty()) throw UsageError("bench: give --family");
   if (!json_path.empty()) check_output_path(json_path, "bench: --json", c.db);
-  const auto fams = families(c);
+  auto fams = families(c);
+  if (!inputs.empty()) use_input_files(fams, "bench", c.family, inputs, true);
   const KernelFamily& family = find_family(fams, c.family);
   const ProblemKey problem = problem_for(family, c);
   CompileCache cache(cache_dir);

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "cli.hpp"
+#include "input_option.hpp"
+#include "tiletune/capture.hpp"
 #include "tiletune/strategy.hpp"
 #include "tiletune/sweep.hpp"
 
@@ -159,6 +161,30 @@ void print_overall(std::size_t done, std::size_t total, double spent, double pla
   std::cout << "\n";
 }
 
+// The problems of a capture file, each once, for the families loaded; a family not loaded or a problem it
+// refuses is one line naming the file and the line.
+std::vector<std::pair<const KernelFamily*, ProblemKey>> captured_work(const std::vector<KernelFamily>& fams,
+                                                                      const std::string& path) {
+  std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
+  for (const CapturedProblem& p : read_capture(path)) {
+    const std::string where = path + ": line " + std::to_string(p.line) + ": ";
+    const auto it =
+        std::find_if(fams.begin(), fams.end(), [&](const KernelFamily& f) { return f.name == p.family; });
+    if (it == fams.end()) throw CaptureError(where + "unknown family '" + p.family + "'");
+    ProblemKey problem;
+    try {
+      problem = it->make_problem(parse_size_text(p.size), parse_args_text(p.args));
+    } catch (const std::exception& e) {
+      throw CaptureError(where + e.what());
+    }
+    const bool seen = std::any_of(work.begin(), work.end(),
+                                  [&](const auto& w) { return w.first == &*it && w.second == problem; });
+    if (!seen) work.emplace_back(&*it, problem);
+  }
+  if (work.empty()) throw CaptureError(path + ": holds no problem to tune");
+  return work;
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& argv) {
@@ -195,7 +221,13 @@ int cmd_sweep(const std::vector<std::string>& argv) {
                                                     "seed of the random inputs and strategies")(
       "shard", po::value<std::string>(),
       "I/N: measure only part I (0 to N-1) of N of each space, e.g. one Slurm array task's; merge the "
-      "databases with 'tiletune merge'");
+      "databases with 'tiletune merge'")(
+      "input", po::value<std::vector<std::string>>()->composing(),
+      "NAME=PATH: fill the input buffer or constant NAME from this file (.npy, else raw little-endian); "
+      "repeatable; the file's hash keeps these results apart from other data's")(
+      "captured", po::value<std::string>(),
+      "tune exactly the problems in this capture file (what the runtime served without an exact match; "
+      "--strategy auto --budget as the main job unless given)");
   if (!parse("sweep",
              "Measures every runnable configuration of a family on the GPU in a separate worker process, "
              "validates\n"
@@ -222,15 +254,23 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (vm.count("gpus") && !vm["gpu"].defaulted()) throw UsageError("sweep: give --gpu or --gpus, not both");
   const std::vector<int> gpu_list =
       vm.count("gpus") ? parse_gpus(vm["gpus"].as<std::string>()) : std::vector<int>{c.gpu};
+  const std::string captured = vm.count("captured") ? vm["captured"].as<std::string>() : "";
+  if (!captured.empty() && (!c.family.empty() || !c.size.empty()))
+    throw UsageError(
+        "sweep: --captured takes its families and sizes from the file: drop --family and --size");
   const bool main_job = c.family.empty();
   if (main_job && vm["strategy"].defaulted()) o.strategy = "auto";
   if (main_job && vm["budget"].defaulted()) o.budget = kMainJobBudget;
   o.progress_line = ::isatty(STDOUT_FILENO);
   if (o.strategy != "auto")
     make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
-  const auto fams = families(c);
+  auto fams = families(c);
+  if (vm.count("input"))
+    use_input_files(fams, "sweep", c.family, vm["input"].as<std::vector<std::string>>(), false);
   std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
-  if (!main_job) {
+  if (!captured.empty()) {
+    work = captured_work(fams, captured);
+  } else if (!main_job) {
     const KernelFamily& f = find_family(fams, c.family);
     work.emplace_back(&f, problem_for(f, c));
   } else {

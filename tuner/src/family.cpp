@@ -114,12 +114,38 @@ std::string read_family_file(const Reader& r, const std::filesystem::path& direc
   }
 }
 
-// Reads "fill": {"uniform": [lo, hi]} | {"range": [lo, hi]} | {"constant": v}.
-Fill parse_fill(const Reader& r, const json& spec, ElementType type, const std::string& where) {
+// "fill": {"npy": PATH} | {"raw": PATH}: a relative path inside the family's folder, no way out of it.
+Fill parse_file_fill(const Reader& r, const std::filesystem::path& directory, const std::string& kind,
+                     const json& value, ElementType type, const std::string& where) {
+  const std::string field = where + ".fill." + kind;
+  if (!value.is_string()) r.fail(field + " must be a path inside the family's folder");
+  const std::filesystem::path rel(value.get<std::string>());
+  bool escapes = rel.empty() || rel.is_absolute();
+  for (const auto& part : rel) escapes = escapes || part == "..";
+  std::error_code ec;
+  const auto root = std::filesystem::weakly_canonical(directory, ec);
+  const auto full = std::filesystem::weakly_canonical(directory / rel, ec);
+  const auto inside = std::mismatch(root.begin(), root.end(), full.begin(), full.end()).first == root.end();
+  if (escapes || ec || !inside)
+    r.fail(field + " '" + rel.string() + "' must be a path inside the family's folder");
+  try {
+    return file_fill(full, *input_format_from_string(kind), type);
+  } catch (const InputFileError& e) {
+    r.fail(field + ": " + e.what());
+  }
+}
+
+// Reads "fill": {"uniform": [lo, hi]} | {"range": [lo, hi]} | {"constant": v} | {"npy": PATH} | {"raw":
+// PATH}.
+Fill parse_fill(const Reader& r, const std::filesystem::path& directory, const json& spec, ElementType type,
+                const std::string& where) {
   if (!spec.is_object() || spec.size() != 1)
-    r.fail(where + ".fill must be one of {\"uniform\": [lo, hi]}, {\"range\": [lo, hi]}, {\"constant\": v}");
+    r.fail(where +
+           ".fill must be one of {\"uniform\": [lo, hi]}, {\"range\": [lo, hi]}, {\"constant\": v}, "
+           "{\"npy\": PATH}, {\"raw\": PATH}");
   const std::string kind = spec.begin().key();
   const json& value = spec.begin().value();
+  if (kind == "npy" || kind == "raw") return parse_file_fill(r, directory, kind, value, type, where);
   Fill f;
   if (kind == "constant") {
     if (!value.is_number()) r.fail(where + ".fill.constant must be a number");
@@ -130,7 +156,7 @@ Fill parse_fill(const Reader& r, const json& spec, ElementType type, const std::
     return f;
   }
   if (kind != "uniform" && kind != "range")
-    r.fail(where + ".fill: unknown distribution '" + kind + "' (uniform, range, constant)");
+    r.fail(where + ".fill: unknown distribution '" + kind + "' (uniform, range, constant, npy, raw)");
   if (!value.is_array() || value.size() != 2 || !value[0].is_number() || !value[1].is_number())
     r.fail(where + ".fill." + kind + " must be [lo, hi]");
   f.lo = value[0].get<double>();
@@ -295,7 +321,8 @@ void resolve_tensor_map(const Reader& r, const json& a, const KernelFamily& f, A
     r.fail(where + ": oob_fill nan needs a floating element type, not " + to_string(map.element));
 }
 
-Argument parse_argument(const Reader& r, const json& a, std::size_t index) {
+Argument parse_argument(const Reader& r, const std::filesystem::path& directory, const json& a,
+                        std::size_t index) {
   if (!a.is_object()) r.fail("arguments[" + std::to_string(index) + "] must be an object");
   Argument arg;
   arg.name = r.text(a, "name");
@@ -323,7 +350,7 @@ Argument parse_argument(const Reader& r, const json& a, std::size_t index) {
     if (a.contains("fill")) {
       if (arg.role == BufferRole::output)
         r.fail(where + ": an output is poisoned, not filled; drop 'fill' or make it inout");
-      arg.fill = parse_fill(r, a.at("fill"), arg.type, where);
+      arg.fill = parse_fill(r, directory, a.at("fill"), arg.type, where);
     }
     if (a.contains("dims")) arg.dims = expr_list(r, a.at("dims"), where + " dims", 8);
     for (const char* key : {"value"})
@@ -354,7 +381,7 @@ void parse_arguments(const Reader& r, const json& doc, KernelFamily& f) {
   if (!list.is_array() || list.empty()) r.fail("'arguments' must be a non-empty list");
   std::set<std::string> names;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    Argument arg = parse_argument(r, list[i], i);
+    Argument arg = parse_argument(r, f.directory, list[i], i);
     if (!names.insert(arg.name).second) r.fail("argument '" + arg.name + "' appears twice");
     f.arguments.push_back(std::move(arg));
   }
@@ -372,7 +399,8 @@ void parse_arguments(const Reader& r, const json& doc, KernelFamily& f) {
     const std::string where = "constant '" + sym.name + "'";
     sym.type = parse_buffer_type(r, r.text(c, "type", "float", false), where);
     sym.count = r.expr(r.need(c, "count"), where + " count");
-    sym.fill = c.contains("fill") ? parse_fill(r, c.at("fill"), sym.type, where) : default_fill(sym.type);
+    sym.fill = c.contains("fill") ? parse_fill(r, f.directory, c.at("fill"), sym.type, where)
+                                  : default_fill(sym.type);
     if (names.count(sym.name)) r.fail(where + " has the name of an argument");
     names.insert(sym.name);
     f.constants.push_back(std::move(sym));
@@ -389,6 +417,35 @@ void parse_metric(const Reader& r, const json& doc, KernelFamily& f) {
 // "arguments": the family's argument names and {"scalar": TYPE, "value": EXPR} entries, in the reference
 // kernel's order; by default all of the family's arguments in order. Every output must be passed: the
 // reference computes it.
+// A kernel's argument list: the family's argument names and {"scalar": TYPE, "value": EXPR}.
+std::vector<ReferenceArgument> kernel_arguments(const Reader& r, const json& args, const KernelFamily& f,
+                                                const std::string& where) {
+  std::vector<ReferenceArgument> out;
+  const std::string what =
+      where + " must list the family's argument names and {\"scalar\": TYPE, \"value\": EXPR}";
+  if (!args.is_array()) r.fail(what);
+  for (const json& a : args) {
+    if (a.is_string()) {
+      const std::string name = a.get<std::string>();
+      const Argument* arg = find_argument(f, name);
+      if (!arg) r.fail(where + ": '" + name + "' is not one of the family's arguments");
+      if (arg->kind == ArgKind::tensor_map)
+        r.fail(where + ": '" + name + "' is a tensor map; a " +
+               (where.rfind("reference", 0) == 0 ? "reference" : "setup") + " kernel takes the buffer " +
+               arg->tensor_map.buffer + " itself");
+      out.push_back({name, ElementType::i32, Expr::parse("0")});
+    } else if (a.is_object() && a.contains("scalar") && a.contains("value") && a.size() == 2) {
+      const std::string type = r.text(a, "scalar");
+      const auto t = scalar_type_from_string(type);
+      if (!t || is_floating(*t)) r.fail(where + ": scalar type must be int or long, got '" + type + "'");
+      out.push_back({"", *t, r.expr(a.at("value"), where + " value")});
+    } else {
+      r.fail(what);
+    }
+  }
+  return out;
+}
+
 std::vector<ReferenceArgument> reference_arguments(const Reader& r, const json& ref, const KernelFamily& f) {
   std::vector<ReferenceArgument> out;
   if (!ref.contains("arguments")) {
@@ -396,34 +453,41 @@ std::vector<ReferenceArgument> reference_arguments(const Reader& r, const json& 
       if (a.kind != ArgKind::tensor_map) out.push_back({a.name, a.type, Expr::parse("0")});
     return out;
   }
-  const json& args = ref.at("arguments");
-  const char* what =
-      "reference.arguments must list the family's argument names and {\"scalar\": TYPE, \"value\": EXPR}";
-  if (!args.is_array()) r.fail(what);
-  for (const json& a : args) {
-    if (a.is_string()) {
-      const std::string name = a.get<std::string>();
-      const Argument* arg = find_argument(f, name);
-      if (!arg) r.fail("reference.arguments: '" + name + "' is not one of the family's arguments");
-      if (arg->kind == ArgKind::tensor_map)
-        r.fail("reference.arguments: '" + name + "' is a tensor map; a reference kernel takes the buffer " +
-               arg->tensor_map.buffer + " itself");
-      out.push_back({name, ElementType::i32, Expr::parse("0")});
-    } else if (a.is_object() && a.contains("scalar") && a.contains("value") && a.size() == 2) {
-      const std::string type = r.text(a, "scalar");
-      const auto t = scalar_type_from_string(type);
-      if (!t || is_floating(*t))
-        r.fail("reference.arguments: scalar type must be int or long, got '" + type + "'");
-      out.push_back({"", *t, r.expr(a.at("value"), "reference.arguments value")});
-    } else {
-      r.fail(what);
-    }
-  }
+  out = kernel_arguments(r, ref.at("arguments"), f, "reference.arguments");
   for (const auto& a : f.arguments)
     if (a.is_output() &&
         std::none_of(out.begin(), out.end(), [&](const ReferenceArgument& x) { return x.name == a.name; }))
       r.fail("reference.arguments must pass the output '" + a.name + "': the reference computes it");
   return out;
+}
+
+// "setup": [{"kernel": FILE, "name": NAME, "arguments": [...], "block": [...], "grid": [...]}, ...]
+void parse_setup(const Reader& r, const json& doc, KernelFamily& f) {
+  if (!doc.contains("setup")) return;
+  const json& list = doc.at("setup");
+  if (!list.is_array()) r.fail("'setup' must be a list of kernels");
+  static const std::set<std::string> known = {"kernel", "name", "arguments", "block", "grid"};
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "setup[" + std::to_string(i) + "]";
+    const json& s = list[i];
+    if (!s.is_object()) r.fail(where + " must be an object");
+    for (const auto& [key, value] : s.items())
+      if (!known.count(key)) r.fail(where + ": unknown field '" + key + "'");
+    ReferenceKernel k;
+    k.directory = f.directory;
+    k.file = r.text(s, "kernel");
+    k.source = read_family_file(r, f.directory, k.file, where + ".kernel");
+    k.name = r.text(s, "name", std::filesystem::path(k.file).stem().string(), false);
+    if (!is_identifier(k.name)) r.fail(where + ".name '" + k.name + "' must be an identifier");
+    k.arguments = kernel_arguments(r, r.need(s, "arguments"), f, where + ".arguments");
+    for (const auto& a : k.arguments)
+      if (const Argument* arg = find_argument(f, a.name);
+          arg && arg->is_output() && arg->role == BufferRole::output)
+        r.fail(where + ".arguments: '" + a.name + "' is an output; a setup kernel derives inputs");
+    k.block = expr_list(r, r.need(s, "block"), where + ".block", 3);
+    k.grid = expr_list(r, r.need(s, "grid"), where + ".grid", 3);
+    f.setup.push_back({std::move(k)});
+  }
 }
 
 std::optional<double> optional_number(const Reader& r, const json& obj, const char* key, bool positive) {
@@ -436,12 +500,26 @@ std::optional<double> optional_number(const Reader& r, const json& obj, const ch
   return v.get<double>();
 }
 
+// "max_differing": an integer count of elements, or a fraction below 1 of each integer output's elements.
+void parse_max_differing(const Reader& r, const json& ref, Reference& out) {
+  if (!ref.contains("max_differing")) return;
+  const json& v = ref.at("max_differing");
+  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
+    out.max_differing = v.get<std::uint64_t>();
+    return;
+  }
+  if (!v.is_number_float() || !(v.get<double>() >= 0 && v.get<double>() < 1))
+    r.fail("reference.max_differing must be a count of elements (an integer >= 0) or a fraction in [0, 1)");
+  out.max_differing_fraction = v.get<double>();
+}
+
 void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
   const json& ref = r.need(doc, "reference");
   if (!ref.is_object()) r.fail("'reference' must be an object");
   Reference& out = f.reference;
-  static const std::set<std::string> known = {"kernel", "name", "arguments",   "block",  "grid",   "outputs",
-                                              "rtol",   "atol", "scale_floor", "family", "config", "from"};
+  static const std::set<std::string> known = {"kernel",  "name", "arguments",    "block",       "grid",
+                                              "outputs", "rtol", "atol",         "scale_floor", "family",
+                                              "config",  "from", "max_differing"};
   for (const auto& [key, value] : ref.items())
     if (!known.count(key)) {
       if (key == "kind" || key == "tolerance" || key == "math")
@@ -454,6 +532,7 @@ void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
   out.rtol = optional_number(r, ref, "rtol", false);
   out.atol = optional_number(r, ref, "atol", false);
   out.scale_floor = optional_number(r, ref, "scale_floor", true);
+  parse_max_differing(r, ref, out);
   const int forms = ref.contains("kernel") + ref.contains("family") + ref.contains("from");
   if (forms != 1) r.fail("reference needs exactly one of \"kernel\" (a file here), \"family\" or \"from\"");
   if (ref.contains("family")) {
@@ -594,6 +673,13 @@ void check_names(const Reader& r, const KernelFamily& f) {
   for (const auto& e : f.reference.kernel.grid) check(e, device_problem, "reference.grid");
   for (const auto& a : f.reference.kernel.arguments)
     if (a.name.empty()) check(a.value, problem_names, "reference.arguments");
+  for (const auto& s : f.setup) {
+    const std::string where = "setup kernel " + s.kernel.name;
+    for (const auto& e : s.kernel.block) check(e, device_problem, where + " block");
+    for (const auto& e : s.kernel.grid) check(e, device_problem, where + " grid");
+    for (const auto& a : s.kernel.arguments)
+      if (a.name.empty()) check(a.value, problem_names, where + " arguments");
+  }
   for (const auto& lib : f.library_baselines)
     for (const auto& [op, e] : lib.scalars)
       check(e, problem_names, "baselines." + lib.library + ".operands." + op);
@@ -610,10 +696,7 @@ void check_names(const Reader& r, const KernelFamily& f) {
   }
 }
 
-// The template hash covers the description, the template as read and the family's own reference kernel.
-void hash_template(KernelFamily& f) {
-  f.template_hash = content_hash(f.description_json + '\0' + f.source + '\0' + f.reference.kernel.source);
-}
+void hash_template(KernelFamily& f) { f.template_hash = template_hash_of(f); }
 
 KernelFamily parse_family(const std::filesystem::path& directory, const std::string& description_text) {
   const std::string file = (directory / "family.json").string();
@@ -653,6 +736,7 @@ KernelFamily parse_family(const std::filesystem::path& directory, const std::str
   parse_launch(r, doc, f);
   parse_arguments(r, doc, f);
   parse_metric(r, doc, f);
+  parse_setup(r, doc, f);
   parse_reference(r, doc, f);
   if (doc.contains("compile_options")) {
     const json& options = doc.at("compile_options");
@@ -764,18 +848,25 @@ std::string to_string(BufferRole role) {
 }
 
 Fill default_fill(ElementType type) {
+  const auto hashed = [](Fill::Kind kind, double lo, double hi) {
+    Fill f;
+    f.kind = kind;
+    f.lo = lo;
+    f.hi = hi;
+    return f;
+  };
   switch (type) {
     case ElementType::i8:
-      return {Fill::Kind::range, -100, 100};
+      return hashed(Fill::Kind::range, -100, 100);
     case ElementType::u8:
-      return {Fill::Kind::range, 0, 255};
+      return hashed(Fill::Kind::range, 0, 255);
     case ElementType::i32:
     case ElementType::i64:
-      return {Fill::Kind::range, -1000, 1000};
+      return hashed(Fill::Kind::range, -1000, 1000);
     case ElementType::u32:
-      return {Fill::Kind::range, 0, 1000};
+      return hashed(Fill::Kind::range, 0, 1000);
     default:
-      return {Fill::Kind::uniform, -1, 1};
+      return hashed(Fill::Kind::uniform, -1, 1);
   }
 }
 
@@ -801,6 +892,14 @@ Tolerance Reference::tolerance_for(ElementType output) const {
   if (atol) t.atol = *atol;
   if (scale_floor) t.scale_floor = *scale_floor;
   return t;
+}
+
+std::uint64_t Reference::allowed_differing(ElementType output, std::uint64_t count) const {
+  if (is_floating(output)) return 0;
+  if (max_differing) return *max_differing;
+  if (max_differing_fraction)
+    return static_cast<std::uint64_t>(*max_differing_fraction * static_cast<double>(count));
+  return 0;
 }
 
 const Argument* find_argument(const KernelFamily& family, const std::string& name) {

@@ -10,11 +10,21 @@ wire::Repetitions repetitions(const MeasureSettings& s) {
   return {s.min_reps, s.max_reps, s.budget_ms, s.target_spread};
 }
 
-wire::FillSpec fill_spec(const Fill& f) {
+// A file fill's count is checked here, before any worker is asked: a file of the wrong size stops the sweep
+// with one line naming it.
+wire::FillSpec fill_spec(const Fill& f, ElementType type, std::uint64_t count, const std::string& where) {
+  if (f.kind == Fill::Kind::file) {
+    try {
+      inspect_input(f.path, f.format, type, count);
+    } catch (const InputFileError& e) {
+      throw SweepError(where + ": " + e.what());
+    }
+    return {wire::FillKind::file, 0, 0, f.path.string(), to_string(f.format), f.hash};
+  }
   const wire::FillKind kind = f.kind == Fill::Kind::uniform ? wire::FillKind::uniform
                               : f.kind == Fill::Kind::range ? wire::FillKind::range
                                                             : wire::FillKind::constant;
-  return {kind, f.lo, f.hi};
+  return {kind, f.lo, f.hi, "", "", ""};
 }
 
 Vars device_vars(Vars vars, const DeviceLimits& device) {
@@ -124,6 +134,31 @@ CubinKernel compiled_cubin(const CompileJob& job, const CompileCache& cache, con
   return {(cache.dir() / (key + ".cubin")).string(), lowered.empty() ? job.kernel : lowered};
 }
 
+// A kernel of the family's folder with launch geometry of its own (a reference or a setup kernel): its
+// geometry evaluated and checked against the device, compiled through the cache, its arguments bound.
+wire::KernelSpec plain_kernel(const KernelFamily& family, const ProblemKey& problem,
+                              const DeviceLimits& device, const CompileCache& cache,
+                              const ReferenceKernel& rk, const std::string& what, wire::KernelSpec k) {
+  const Vars vars = device_vars(family.vars(problem, {}), device);
+  try {
+    for (std::size_t i = 0; i < rk.block.size(); ++i) k.block[i] = rk.block[i].eval(vars);
+    for (std::size_t i = 0; i < rk.grid.size(); ++i) k.grid[i] = rk.grid[i].eval(vars);
+  } catch (const ExprError& e) {
+    throw SweepError(family.name + ": " + what + " " + rk.name + " launch: " + e.what());
+  }
+  for (int i = 0; i < 3; ++i)
+    if (k.block[i] < 1 || k.grid[i] < 1 || k.block[i] > device.max_block_dim[i] ||
+        k.grid[i] > device.max_grid_dim[i])
+      throw SweepError(family.name + ": the launch geometry of " + what + " " + rk.name +
+                       " does not fit the device");
+  const CubinKernel compiled =
+      compiled_cubin(CompileJob{rk.source, rk.file, rk.name, device.arch(), {}}, cache, what + " " + rk.file);
+  k.cubin_path = compiled.path;
+  k.kernel = compiled.symbol;
+  k.args = reference_values(family, vars, rk.arguments);
+  return k;
+}
+
 wire::KernelSpec reference_kernel(const KernelFamily& family, const ProblemKey& problem,
                                   const DeviceLimits& device, const CompileCache& cache) {
   const Reference& ref = family.reference;
@@ -158,25 +193,9 @@ wire::KernelSpec reference_kernel(const KernelFamily& family, const ProblemKey& 
     for (const auto& c2 : other.constants) k.constants.push_back(c2.name);
     return k;
   }
-  const ReferenceKernel& rk = ref.kernel;
-  if (rk.source.empty()) throw SweepError(family.name + ": reference family " + ref.from + " is not loaded");
-  const Vars vars = device_vars(family.vars(problem, {}), device);
-  try {
-    for (std::size_t i = 0; i < rk.block.size(); ++i) k.block[i] = rk.block[i].eval(vars);
-    for (std::size_t i = 0; i < rk.grid.size(); ++i) k.grid[i] = rk.grid[i].eval(vars);
-  } catch (const ExprError& e) {
-    throw SweepError(family.name + ": reference launch: " + e.what());
-  }
-  for (int i = 0; i < 3; ++i)
-    if (k.block[i] < 1 || k.grid[i] < 1 || k.block[i] > device.max_block_dim[i] ||
-        k.grid[i] > device.max_grid_dim[i])
-      throw SweepError(family.name + ": the reference's launch geometry does not fit the device");
-  const CubinKernel compiled = compiled_cubin(CompileJob{rk.source, rk.file, rk.name, device.arch(), {}},
-                                              cache, "reference kernel " + rk.file);
-  k.cubin_path = compiled.path;
-  k.kernel = compiled.symbol;
-  k.args = reference_values(family, vars, rk.arguments);
-  return k;
+  if (ref.kernel.source.empty())
+    throw SweepError(family.name + ": reference family " + ref.from + " is not loaded");
+  return plain_kernel(family, problem, device, cache, ref.kernel, "reference kernel", std::move(k));
 }
 
 }  // namespace
@@ -199,23 +218,30 @@ wire::SetupRequest setup_request(const KernelFamily& family, const ProblemKey& p
       if (count < 0) throw SweepError(family.name + ": buffer " + a.name + " has a negative count");
       b.count = static_cast<std::uint64_t>(count);
       b.role = a.role;
-      b.fill = fill_spec(a.fill);
+      if (a.role != BufferRole::output)
+        b.fill = fill_spec(a.fill, a.type, b.count, family.name + " input " + a.name);
       for (const auto& d : a.dims) b.dims.push_back(d.eval(vars));
       b.truth = is_floating(a.type) && !native_truth ? ElementType::f64 : a.type;
       const Tolerance t = family.reference.tolerance_for(a.type);
       b.rtol = t.rtol;
       b.atol = t.atol;
       b.scale_floor = t.scale_floor.value_or(-1);
+      if (a.is_output()) b.max_differing = family.reference.allowed_differing(a.type, b.count);
       req.buffers.push_back(std::move(b));
     }
     for (const auto& c : family.constants) {
       const std::int64_t count = c.count.eval(vars);
       if (count < 0) throw SweepError(family.name + ": constant " + c.name + " has a negative count");
-      req.constants.push_back({c.name, c.type, static_cast<std::uint64_t>(count), fill_spec(c.fill)});
+      const auto n = static_cast<std::uint64_t>(count);
+      req.constants.push_back(
+          {c.name, c.type, n, fill_spec(c.fill, c.type, n, family.name + " constant " + c.name)});
     }
   } catch (const ExprError& e) {
     throw SweepError(family.name + " " + problem.size_text() + ": " + e.what());
   }
+  for (const auto& setup : family.setup)
+    req.setup_kernels.push_back(
+        plain_kernel(family, problem, device, cache, setup.kernel, "setup kernel", {}));
   req.reference = reference_kernel(family, problem, device, cache);
   return req;
 }

@@ -9,6 +9,7 @@
 #include "requests.hpp"
 #include "tensor_map.hpp"
 #include "tiletune/bundle.hpp"
+#include "tiletune/capture.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
@@ -152,11 +153,30 @@ struct Runtime::State {
   std::optional<Bundle> bundle;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // by device, family and problem
   std::map<int, DeviceLimits> devices;                     // by ordinal
+  std::unique_ptr<CaptureWriter> capture;                  // null: capture is off
 };
 
 Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
   state_->options = std::move(options);
+  const auto path = capture_path(state_->options.capture, state_->options.database);
+  if (!path.empty()) state_->capture = std::make_unique<CaptureWriter>(path);
 }
+
+namespace {
+
+// A problem served without an exact match goes to the capture file, once.
+void record_capture(CaptureWriter* capture, const Kernel& k, const std::string& family,
+                    const DeviceLimits& device, const ProblemKey& problem) {
+  if (!capture || k.match() == Match::exact) return;
+  try {
+    capture->record({family, device.name, device.arch(), problem.size_text(), problem.args_text(),
+                     std::string(to_string(k.match())), params_to_text(k.params()), 0});
+  } catch (const CaptureError& e) {
+    throw RuntimeError(e.what());
+  }
+}
+
+}  // namespace
 
 Runtime::~Runtime() = default;
 
@@ -277,6 +297,7 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
       }
     }
   }
+  record_capture(st.capture.get(), *k, family_name, device, problem);
   const Params& params = k->lookup_.params;
   const std::string config = family_name + " " + params_to_text(params);
 

@@ -31,16 +31,20 @@ NLOHMANN_JSON_SERIALIZE_ENUM(BufferRole, {{BufferRole::input, "input"},
 
 namespace wire {
 
-enum class FillKind { uniform, range, constant };
+enum class FillKind { uniform, range, constant, file };
 NLOHMANN_JSON_SERIALIZE_ENUM(FillKind, {{FillKind::uniform, "uniform"},
                                         {FillKind::range, "range"},
-                                        {FillKind::constant, "constant"}})
+                                        {FillKind::constant, "constant"},
+                                        {FillKind::file, "file"}})
 
 struct FillSpec {
   FillKind kind = FillKind::uniform;
   double lo = -1, hi = 1;
+  std::string path;    // file: absolute
+  std::string format;  // file: "npy" or "raw"
+  std::string hash;    // file: its content hash when the sweep began, so a changed file is a new setup
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FillSpec, kind, lo, hi)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FillSpec, kind, lo, hi, path, format, hash)
 
 struct BufferSpec {
   std::string name;
@@ -52,10 +56,11 @@ struct BufferSpec {
   // Outputs: the truth's type and the per-element tolerance.
   ElementType truth = ElementType::f64;
   double rtol = 0, atol = 0;
-  double scale_floor = -1;  // < 0: the root mean square of the truth
+  double scale_floor = -1;          // < 0: the root mean square of the truth
+  std::uint64_t max_differing = 0;  // elements that may be out of tolerance (integer outputs)
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BufferSpec, name, type, count, role, fill, dims, truth, rtol,
-                                                atol, scale_floor)
+                                                atol, scale_floor, max_differing)
 
 struct ConstantSpec {
   std::string name;
@@ -160,14 +165,17 @@ struct Repetitions {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Repetitions, min_reps, max_reps, budget_ms, target_spread)
 
-// Allocate and fill the problem's buffers and constants, run the reference once: its outputs are the truth.
+// Allocate and fill the problem's buffers and constants, run the setup kernels in order, then the reference
+// once: its outputs are the truth.
 struct SetupRequest {
   std::uint64_t seed = 1;
   std::vector<BufferSpec> buffers;
   std::vector<ConstantSpec> constants;
+  std::vector<KernelSpec> setup_kernels;
   KernelSpec reference;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SetupRequest, seed, buffers, constants, reference)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SetupRequest, seed, buffers, constants, setup_kernels,
+                                                reference)
 
 struct MeasureRequest {
   KernelSpec kernel;

@@ -12,6 +12,7 @@
 
 #include "tiletune/element_type.hpp"
 #include "tiletune/expr.hpp"
+#include "tiletune/input_file.hpp"
 #include "tiletune/records.hpp"
 
 namespace tiletune {
@@ -50,12 +51,18 @@ enum class ArgKind { buffer, scalar, tensor_map };
 enum class BufferRole { input, output, inout };
 std::string to_string(BufferRole role);
 
-// How the worker fills an input buffer or a constant, from the seeded counter-based hash.
+// How the worker fills an input buffer or a constant: from the seeded counter-based hash, or from a file.
 struct Fill {
-  enum class Kind { uniform, range, constant };
+  enum class Kind { uniform, range, constant, file };
   Kind kind = Kind::uniform;
   double lo = -1, hi = 1;  // uniform: reals in [lo, hi); range: integers in [lo, hi]; constant: lo
+  InputFormat format = InputFormat::npy;  // file: .npy or raw little-endian
+  std::filesystem::path path;             // file: absolute
+  std::string hash;                       // file: content hash of its bytes, part of the template hash
 };
+// A fill from a file, checked against the element type (the count is checked per problem). Throws
+// InputFileError naming the file.
+Fill file_fill(const std::filesystem::path& path, InputFormat format, ElementType type);
 // The default fill of a type: uniform [-1, 1) for floating types, a range that is never all zeros for
 // integers.
 Fill default_fill(ElementType type);
@@ -136,6 +143,13 @@ struct ReferenceKernel {
   bool double_outputs = true;                // floating outputs reach it as double arrays
 };
 
+// A kernel that derives inputs from inputs once per problem, after the fills and before the reference (e.g.
+// slopes from a polygon's vertices). Its arguments are the family's input and inout buffers and scalars, by
+// name, or scalars of its own; it writes only those buffers.
+struct SetupKernel {
+  ReferenceKernel kernel;  // its file in the family's folder, name, arguments and launch geometry
+};
+
 struct Reference {
   enum class Kind { kernel, family };
   Kind kind = Kind::kernel;
@@ -147,7 +161,13 @@ struct Reference {
   Params config;
   std::shared_ptr<const KernelFamily> family_def;  // resolved by load_families
   std::optional<double> rtol, atol, scale_floor;
+  // Integer outputs: how many elements may differ from the truth (ties a variant may break otherwise), as a
+  // count or as a fraction of the output's elements.
+  std::optional<std::uint64_t> max_differing;
+  std::optional<double> max_differing_fraction;
 
+  // How many elements of an output of `count` elements of this type may differ: 0 for floating types.
+  std::uint64_t allowed_differing(ElementType output, std::uint64_t count) const;
   // The tolerance for one output buffer of the given type.
   Tolerance tolerance_for(ElementType output) const;
 };
@@ -178,8 +198,9 @@ struct KernelFamily {
   Launch launch;
   std::vector<Argument> arguments;  // kernel parameters, in order
   std::vector<ConstantSymbol> constants;
-  Expr metric_work;         // FLOPs or bytes moved for one run
-  std::string metric_unit;  // "GFLOP/s" or "GB/s"
+  Expr metric_work;                // FLOPs or bytes moved for one run
+  std::string metric_unit;         // "GFLOP/s" or "GB/s"
+  std::vector<SetupKernel> setup;  // in the order they run
   Reference reference;
   std::vector<std::string> compile_options;
   std::vector<std::string> baselines;  // families bench compares against
@@ -219,6 +240,13 @@ std::filesystem::path builtin_templates_dir();
 // Makes builtin_templates_dir() answer `directory` (TILETUNE_TEMPLATES still comes first): for programs that
 // carry the families elsewhere, such as the Python package.
 void set_builtin_templates_dir(const std::filesystem::path& directory);
+
+// Fills the input buffer or constant `name` from a file for this run (`--input NAME=PATH`: .npy by its
+// extension, raw otherwise) and re-hashes the template, so results on these data are kept apart. Throws
+// FamilyError, one line naming the input and the file.
+void use_input_file(KernelFamily& family, const std::string& name, const std::filesystem::path& path);
+// The hash that identifies a family's results: its description, template, reference and input files.
+std::string template_hash_of(const KernelFamily& family);
 
 const KernelFamily& find_family(const std::vector<KernelFamily>& families, const std::string& name);
 

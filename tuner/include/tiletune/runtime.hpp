@@ -40,6 +40,10 @@ struct RuntimeOptions {
   // A bundle folder: configurations, families and CUBINs are taken from it alone; no database is read and
   // nothing is compiled. Problems the bundle does not hold get its nearest one (match() says so).
   std::filesystem::path bundle;
+  // Where to record each (family, device, problem) served without an exact match, once each, for
+  // `tiletune sweep --captured`; empty: $TILETUNE_CAPTURE ("1": DATABASE.capture.jsonl beside the database,
+  // else that path), and no capture where that is unset. Format: tiletune/capture.hpp.
+  std::filesystem::path capture;
 };
 
 // One of the family's buffers, as its kernel expects it for the problem.
