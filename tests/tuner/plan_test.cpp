@@ -627,3 +627,42 @@ TEST(Plan, TensorMapFixturesCompileForSm90a) {
       EXPECT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(c.params) << ": " << c.reason;
   }
 }
+
+// A dimension the kernel's `int` scalar cannot hold would wrap on the GPU: every configuration is pruned
+// with the scalar, its value and its type's range, though its buffers fit in the device's memory.
+TEST(Plan, ScalarsOutsideTheirDeclaredTypeArePruned) {
+  const auto& f = find_family(builtin(), "gemm_tiled");
+  const DeviceLimits h100 = load_profile("h100");
+  const Params params{{"BLOCK_Y", 16}, {"TILE_K", 16}, {"TILE_WIDTH", 16}};
+  const auto fits = prune_before_compile(f, h100, f.make_problem({1, 2147483647, 1}, {}), params);
+  EXPECT_EQ(fits.outcome, Outcome::ok) << fits.reason;
+  const auto c = prune_before_compile(f, h100, f.make_problem({1, 3000000000LL, 1}, {}), params);
+  EXPECT_EQ(c.outcome, Outcome::pruned);
+  EXPECT_EQ(c.reason, "scalar N = 3000000000 does not fit int [-2147483648, 2147483647]");
+  CompileCache no_cache{""};
+  PlanOptions o;
+  o.compile = false;
+  const Plan plan = make_plan(f, h100, f.make_problem({1, 1, 3000000000LL}, {}), no_cache, o);
+  EXPECT_EQ(plan.count(Outcome::ok), 0u);
+}
+
+// Buffers larger than the device's memory cannot be allocated: pruned against the profile's memory, and
+// not checked where a profile does not say how much memory the device has.
+TEST(Plan, BuffersLargerThanTheDeviceMemoryArePruned) {
+  const auto& f = find_family(builtin(), "gemm_tiled");
+  DeviceLimits h100 = load_profile("h100");
+  const Params params{{"BLOCK_Y", 16}, {"TILE_K", 16}, {"TILE_WIDTH", 16}};
+  const ProblemKey huge = f.make_problem({1000000, 1000000, 1000000}, {});
+  const auto c = prune_before_compile(f, h100, huge, params);
+  EXPECT_EQ(c.outcome, Outcome::pruned);
+  EXPECT_EQ(c.reason, "memory: buffers need 12000000000000 bytes, more than the device's " +
+                          std::to_string(h100.global_memory_bytes));
+  // 3 x 4 bytes x 2^32 = 48 GiB fits in 80.
+  const auto fits = prune_before_compile(f, h100, f.make_problem({65536, 65536, 65536}, {}), params);
+  EXPECT_EQ(fits.outcome, Outcome::ok) << fits.reason;
+  h100.global_memory_bytes = 40LL << 30;
+  EXPECT_EQ(prune_before_compile(f, h100, f.make_problem({65536, 65536, 65536}, {}), params).outcome,
+            Outcome::pruned);
+  h100.global_memory_bytes = 0;
+  EXPECT_EQ(prune_before_compile(f, h100, huge, params).outcome, Outcome::ok);
+}

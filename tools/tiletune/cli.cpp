@@ -156,11 +156,22 @@ std::vector<KernelFamily> families(const Common& c) {
   return load_families(roots);
 }
 
+// The parts between 'x's, empty ones too (getline drops an empty last part, so "10x10x" would read as 10x10).
+std::vector<std::string> size_parts(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t x = text.find('x'); x != std::string::npos; x = text.find('x', start)) {
+    parts.push_back(text.substr(start, x - start));
+    start = x + 1;
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
 std::vector<std::int64_t> parse_size(const std::string& text) {
   std::string plain;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, 'x')) {
+  bool first = true;
+  for (std::string part : size_parts(text)) {
     if (const auto caret = part.find('^'); caret != std::string::npos) {
       try {
         const long long base = std::stoll(part.substr(0, caret)), exp = std::stoll(part.substr(caret + 1));
@@ -173,7 +184,8 @@ std::vector<std::int64_t> parse_size(const std::string& text) {
         throw UsageError("bad size '" + text + "': '" + part + "' is not a power like 2^28");
       }
     }
-    plain += (plain.empty() ? "" : "x") + part;
+    plain += (first ? "" : "x") + part;
+    first = false;
   }
   try {
     return parse_size_text(plain);

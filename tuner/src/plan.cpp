@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "argument_limits.hpp"
 #include "tiletune/build_info.hpp"
 
 namespace tiletune {
@@ -289,6 +290,12 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
     c.launch.static_smem_estimate = family.launch.static_shared_bytes.eval(vars);
   } catch (const ExprError& e) {
     return prune(std::string("launch: ") + e.what());
+  }
+  try {
+    if (auto why = scalar_range_problem(family, vars); !why.empty()) return prune(std::move(why));
+    if (auto why = memory_problem(family, vars, device); !why.empty()) return prune(std::move(why));
+  } catch (const ExprError& e) {
+    return prune(std::string("arguments: ") + e.what());
   }
   static const char* axis = "xyz";
   for (int i = 0; i < 3; ++i) {
