@@ -16,6 +16,7 @@
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
 #include "tiletune/json_depth.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune {
 
@@ -130,6 +131,8 @@ std::string python_non_finite_as_null(const std::string& text) {
 // The document, closed as Kernel Tuner closes a cache that was cut short (util.correct_open_cache): a
 // trailing comma dropped and "}\n}" added.
 json parse_cache(const std::string& raw) {
+  if (const std::string why = nul_byte_problem(raw); !why.empty())
+    throw StoreError("import: the file " + why);
   std::size_t begin = raw.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
   begin = std::min(raw.find_first_not_of(" \t\r\n", begin), raw.size());
   const std::size_t end = raw.find_last_not_of(" \t\r\n");

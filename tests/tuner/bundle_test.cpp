@@ -212,6 +212,9 @@ TEST(Bundle, RefusesWhatIsNotOneInOneLine) {
       << R"({"format": "tiletune-bundle-1", "entries": [{"family": "gemm_tiled", "device": "d", "arch": "sm_90",
             "size": "8x8x8", "params": {}, "template_hash": "x", "cubin": "../../etc/passwd", "symbol": "k"}]})";
   expect_one_line([&] { read_bundle(bad); }, "bad CUBIN file name");
+  std::ofstream(bad / "manifest.json", std::ios::trunc)
+      << std::string("{\"format\": \"tiletune-bundle-1\", \"entries\": []}\0{garbage", 55);
+  expect_one_line([&] { read_bundle(bad); }, "holds a NUL byte at offset 46");
 
   // A bundle's missing CUBIN is named when it is needed.
   const auto out = t.dir.path / "bundle";

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -127,8 +128,11 @@ Bundle read_bundle(const std::filesystem::path& directory) {
   std::ifstream in(path);
   if (!in)
     throw BundleError("bundle: no " + path.string() + " (write one with tiletune export --format bundle)");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const std::string why = nul_byte_problem(text); !why.empty())
+    throw BundleError("bundle: " + path.string() + " " + why);
   try {
-    const json j = json::parse(in);
+    const json j = json::parse(text);
     if (!j.is_object() || j.value("format", "") != kFormat)
       throw BundleError("bundle: " + path.string() + " is not a " + kFormat + " manifest");
     Bundle b;

@@ -13,6 +13,14 @@ namespace tiletune {
 // The text up to its first newline: a long message (a compile log, a parser's report) as one line.
 inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// Why text from a file cannot be read as text ("" when it can): a NUL byte, at which JSON parsers stop, so
+// whatever follows it would be ignored without a word. "holds a NUL byte at offset 12".
+inline std::string nul_byte_problem(std::string_view text) {
+  const std::size_t at = text.find('\0');
+  if (at == std::string_view::npos) return "";
+  return "holds a NUL byte at offset " + std::to_string(at) + " (text has none)";
+}
+
 // The length of the valid UTF-8 sequence at text[i], or 0 when the bytes there are not one.
 inline std::size_t utf8_sequence(std::string_view text, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
