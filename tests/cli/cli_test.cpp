@@ -508,3 +508,45 @@ TEST(Cli, InvalidCsvNamesTheLineAndFieldAndChangesNothing) {
   EXPECT_EQ(tiletune_cmd("export --format csv", dir).out, before);
   EXPECT_EQ(read_bytes(dir.path / "tiletune.db"), db_before);
 }
+
+// Arguments echoed in errors and in query's not-found line reach the terminal as one line, with newlines,
+// ESC, BEL, DEL and C1 control characters (U+009B is a terminal's CSI) escaped.
+TEST(Cli, EchoedArgumentsAreOneLineWithControlCharactersEscaped) {
+  TempDir dir;
+  const auto raw_controls = [](const std::string& text) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if ((c < 0x20 && c != '\n') || c == 0x7F) return true;
+      if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0) return true;
+    }
+    return false;
+  };
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"plan --family \"$(printf 'gemm\\nfake: all good')\" --device-profile h100",
+       "unknown family 'gemm\\nfake: all good'"},
+      {"plan --family gemm_tiled --size \"$(printf '10x10\\nx10')\" --device-profile h100",
+       "got '10x10\\nx10'"},
+      {"plan --family \"$(printf 'x\\033[31mred\\007')\" --device-profile h100", "'x\\x1b[31mred\\x07'"},
+      {"plan --family \"$(printf 'x\\302\\23331m')\" --device-profile h100", "'x\\u009b31m'"},
+      {"\"$(printf 'pla\\nn')\"", "unknown command 'pla\\nn'"},
+  };
+  for (const auto& c : cases) {
+    const CmdResult r = tiletune_cmd(c.args, dir);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_EQ(lines(r.err), 1) << c.args << ": " << r.err;
+    EXPECT_FALSE(raw_controls(r.err)) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+  }
+  ASSERT_EQ(
+      tiletune_cmd("plan --family gemm_tiled --size 64x64x64 --device-profile h100 --no-compile --store", dir)
+          .status,
+      0);
+  const CmdResult q = tiletune_cmd(
+      "query --family gemm_tiled --size 64x64x64 --device \"$(printf "
+      "'H\\033]0;owned\\007\\302\\2332J\\nX')\"",
+      dir);
+  EXPECT_FALSE(raw_controls(q.out + q.err)) << q.out << q.err;
+  EXPECT_LE(lines(q.out), 3) << q.out;
+}

@@ -158,7 +158,8 @@ Bundle read_bundle(const std::filesystem::path& directory) {
       entry.symbol = e.at("symbol").get<std::string>();
       if (entry.cubin_file.empty() || entry.cubin_file.find('/') != std::string::npos ||
           entry.cubin_file.find("..") != std::string::npos)
-        throw BundleError("bundle: " + path.string() + ": bad CUBIN file name '" + entry.cubin_file + "'");
+        throw BundleError("bundle: " + path.string() + ": bad CUBIN file name '" +
+                          printable_line(entry.cubin_file) + "'");
       entry.usage = usage_from(e.value("usage", json::object()));
       b.entries.push_back(std::move(entry));
     }
