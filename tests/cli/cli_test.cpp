@@ -199,6 +199,9 @@ TEST(Cli, ExportNeverWritesOverADatabase) {
   const auto db = dir.path / "tiletune.db";
   std::filesystem::copy_file(db, dir.path / "other.db");
   std::filesystem::create_symlink("tiletune.db", dir.path / "link.json");
+  // Dangling: it names the -wal file SQLite creates beside the database when it next writes.
+  std::filesystem::create_symlink("tiletune.db-wal", dir.path / "wal-link.json");
+  std::filesystem::create_symlink("wal-link.json", dir.path / "link-to-link.json");
   std::filesystem::create_directory(dir.path / "folder");
   const std::string db_bytes = read_bytes(db), other_bytes = read_bytes(dir.path / "other.db");
   struct Case {
@@ -211,6 +214,10 @@ TEST(Cli, ExportNeverWritesOverADatabase) {
       {"export -o tiletune.db-wal", "is the database's -wal file"},
       {"export -o tiletune.db-shm --db ./tiletune.db", "is the database's -shm file"},
       {"export -o link.json", "is the database"},
+      {"export -o wal-link.json", "--output wal-link.json is the database's -wal file"},
+      {"export --format csv -o link-to-link.json", "is the database's -wal file"},
+      {"export -o ''", "--output is empty"},
+      {"export --format csv --output ''", "--output is empty"},
       {"export --format header -o other.db",
        "--output other.db is an SQLite database: refusing to write over it"},
       {"export -o folder", "--output folder is a directory"},
@@ -224,6 +231,8 @@ TEST(Cli, ExportNeverWritesOverADatabase) {
   EXPECT_EQ(read_bytes(db), db_bytes);
   EXPECT_EQ(read_bytes(dir.path / "other.db"), other_bytes);
   EXPECT_TRUE(std::filesystem::is_symlink(dir.path / "link.json"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path / "wal-link.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db-wal.XXXXXX"));
   // A device is written in place, never replaced by a file.
   EXPECT_EQ(tiletune_cmd("export --format csv -o /dev/null", dir).status, 0);
   EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));

@@ -104,7 +104,7 @@ int cmd_export(const std::vector<std::string>& argv) {
       "json, csv, header (a C++ header of the best configurations), t4 (the T4 results "
       "format, with metadata), kernel_tuner (one sweep as a Kernel Tuner cache file) or bundle "
       "(a folder of the best configurations' CUBINs for the runtime to launch without compiling)")(
-      "output,o", po::value(&output),
+      "output,o", po::value(&output)->notifier(check_output_option),
       "file to write (default: standard output); bundle: the folder to write")("device", po::value(&device),
                                                                                "only this device name")(
       "sweep", po::value(&sweep_id),
