@@ -395,6 +395,24 @@ TEST(Plan, ACompileFailureLeadsWithItsErrorLine) {
   EXPECT_EQ(none.reason, "nvrtcCompileProgram: NVRTC_ERROR_INVALID_OPTION");
 }
 
+// On the H100, the log of a configuration over the shared-memory limit starts with a NUL byte: the ptxas
+// error must still be the reason, whole, with no NUL byte left to cut it short where it is read as C text.
+TEST(Plan, ACompileLogStartingWithANulByteKeepsItsReason) {
+  const std::string error =
+      "ptxas error   : Entry function 'k' uses too much shared data (0x30000 bytes, 0xe400 max)";
+  const std::string log =
+      std::string("\0", 1) + error + std::string("\0", 1) + "ptxas info    : Used 40 registers\n";
+  PlannedConfig c;
+  apply_compile_result(c, CompileError{log}, load_profile("h100"));
+  EXPECT_EQ(c.outcome, Outcome::compile_failed);
+  EXPECT_EQ(c.reason.find('\0'), std::string::npos);
+  EXPECT_EQ(c.reason.substr(0, error.size()), error);
+  EXPECT_NE(c.reason.find("Used 40 registers"), std::string::npos) << c.reason;
+  EXPECT_EQ(to_record(c).reason, c.reason);
+  EXPECT_EQ(readable_log(std::string("\0\0", 2)), "");
+  EXPECT_EQ(readable_log("a\nb\n"), "a\nb\n");
+}
+
 namespace {
 
 // A bf16 GEMM described with tensor maps (A as K x M, B as K x N, C read as TF32) and clusters of CL blocks

@@ -366,7 +366,7 @@ void apply_compile_result(PlannedConfig& c, const CompileResult& result, const D
   c.compiled = true;
   if (const auto* err = std::get_if<CompileError>(&result)) {
     c.outcome = Outcome::compile_failed;
-    c.reason = with_error_first(err->log);
+    c.reason = with_error_first(readable_log(err->log));
     return;
   }
   const auto& k = std::get<CompiledKernel>(result);
