@@ -60,4 +60,13 @@ std::string memory_problem(const KernelFamily& family, const Vars& vars, const D
          std::to_string(device.global_memory_bytes);
 }
 
+std::string argument_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device) {
+  try {
+    if (auto why = scalar_range_problem(family, vars); !why.empty()) return why;
+    return memory_problem(family, vars, device);
+  } catch (const ExprError& e) {
+    return std::string("arguments: ") + e.what();
+  }
+}
+
 }  // namespace tiletune

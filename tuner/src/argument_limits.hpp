@@ -19,4 +19,7 @@ std::string scalar_range_problem(const KernelFamily& family, const Vars& vars);
 // 85899345920". Throws ExprError.
 std::string memory_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device);
 
+// The first of the two above, or "arguments: " and the expression's error when one cannot be evaluated.
+std::string argument_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device);
+
 }  // namespace tiletune

@@ -291,12 +291,6 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
   } catch (const ExprError& e) {
     return prune(std::string("launch: ") + e.what());
   }
-  try {
-    if (auto why = scalar_range_problem(family, vars); !why.empty()) return prune(std::move(why));
-    if (auto why = memory_problem(family, vars, device); !why.empty()) return prune(std::move(why));
-  } catch (const ExprError& e) {
-    return prune(std::string("arguments: ") + e.what());
-  }
   static const char* axis = "xyz";
   for (int i = 0; i < 3; ++i) {
     if (c.launch.block[i] < 1 || c.launch.grid[i] < 1)
@@ -332,6 +326,11 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
       return prune("tensor map " + a.name + ": " + why);
     }
     c.launch.tensor_maps.push_back(std::move(values));
+  }
+  // Last, so that a launch or tensor map rule names its own limit first.
+  if (auto why = argument_problem(family, vars, device); !why.empty()) {
+    c.launch.tensor_maps.clear();
+    return prune(std::move(why));
   }
   return c;
 }
