@@ -12,6 +12,7 @@
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
 #include "tiletune/json_depth.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune {
 
@@ -269,6 +270,8 @@ ImportedSweep read_sweep(const json& value, const std::string& where) {
 constexpr std::size_t max_import_depth = kMaxJsonDepth + 8;
 
 std::vector<ImportedSweep> read_document(const std::string& text) {
+  if (const std::string why = nul_byte_problem(text); !why.empty())
+    throw StoreError("import: the document " + why);
   // Deeper documents would make the parser's and printer's recursion overflow the stack.
   if (const std::size_t depth = json_depth(text); depth > max_import_depth)
     throw StoreError("import: the document is nested " + std::to_string(depth) + " levels deep (at most " +

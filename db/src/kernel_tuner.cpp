@@ -16,6 +16,7 @@
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
 #include "tiletune/json_depth.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune {
 
@@ -130,6 +131,8 @@ std::string python_non_finite_as_null(const std::string& text) {
 // The document, closed as Kernel Tuner closes a cache that was cut short (util.correct_open_cache): a
 // trailing comma dropped and "}\n}" added.
 json parse_cache(const std::string& raw) {
+  if (const std::string why = nul_byte_problem(raw); !why.empty())
+    throw StoreError("import: the file " + why);
   std::size_t begin = raw.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
   begin = std::min(raw.find_first_not_of(" \t\r\n", begin), raw.size());
   const std::size_t end = raw.find_last_not_of(" \t\r\n");
@@ -393,6 +396,25 @@ KernelTunerCache read_kernel_tuner_cache(const std::string& text) {
   return cache;
 }
 
+namespace {
+
+// An entry Kernel Tuner measured as ok but the family's plan for the target prunes (a broken constraint, too
+// many threads, a grid over the device's limit) is stored as pruned with the plan's reason, never as ok.
+KernelTunerEntry checked_against_plan(const KernelTunerEntry& cached, const KernelTunerTarget& target) {
+  if (cached.outcome != Outcome::ok || !target.plan_refuses) return cached;
+  const std::string why = target.plan_refuses(cached.params);
+  if (why.empty()) return cached;
+  KernelTunerEntry e;
+  e.key = cached.key;
+  e.params = cached.params;
+  e.outcome = Outcome::pruned;
+  e.reason = why + " (Kernel Tuner: ok)";
+  e.measured_at = cached.measured_at;
+  return e;
+}
+
+}  // namespace
+
 std::string kernel_tuner_import_document(const KernelTunerCache& cache, const KernelTunerTarget& target) {
   std::map<std::string, const std::vector<std::int64_t>*> values;
   std::vector<std::string> family_names;
@@ -411,18 +433,19 @@ std::string kernel_tuner_import_document(const KernelTunerCache& cache, const Ke
 
   json results = json::array();
   std::string first, last;
-  for (const KernelTunerEntry& e : cache.entries) {
+  for (const KernelTunerEntry& cached : cache.entries) {
     json params = json::object();
-    for (const auto& [name, value] : e.params) {
+    for (const auto& [name, value] : cached.params) {
       const auto& list = *values.at(name);
       if (std::find(list.begin(), list.end(), value) == list.end()) {
         std::string allowed;
         for (const auto v : list) append_item(allowed, ", ", std::to_string(v));
-        import_fail(entry_where(e.key) + "." + name, "= " + std::to_string(value) + " is not one of " +
-                                                         target.family + "'s values (" + allowed + ")");
+        import_fail(entry_where(cached.key) + "." + name, "= " + std::to_string(value) + " is not one of " +
+                                                              target.family + "'s values (" + allowed + ")");
       }
       params[name] = value;
     }
+    const KernelTunerEntry e = checked_against_plan(cached, target);
     json r{{"params", std::move(params)},
            {"outcome", to_string(e.outcome)},
            {"reason", e.reason},

@@ -20,6 +20,10 @@ void check_file_header(const std::filesystem::path& path);
 // otherwise 1..current_version. Throws StoreError (one line, without the path) when the file is another
 // application's database, holds tables that are not tiletune's, or has a newer schema than this build knows.
 int check_known(const sql::Db& db);
+// Throws StoreError, one line with SQLite's first complaint, unless PRAGMA integrity_check says "ok": a
+// writer adding to a damaged file (one cut short, say) would report success into a file that holds less than
+// it says.
+void check_integrity(const sql::Db& db);
 
 // Creates or upgrades the schema to current_version in one BEGIN IMMEDIATE transaction.
 // Implemented in schema.cpp (the store library); the read-only client never migrates.

@@ -54,4 +54,18 @@ int check_known(const sql::Db& db) {
   return static_cast<int>(version);
 }
 
+void check_integrity(const sql::Db& db) {
+  std::string first;
+  try {
+    sql::Stmt check = db.prepare("PRAGMA integrity_check(1)");
+    if (check.step()) first = check.column_text(0);
+  } catch (const StoreError& e) {
+    first = e.what();  // too damaged to be checked
+  }
+  if (first != "ok")
+    throw StoreError(sql::one_line("fails PRAGMA integrity_check (" + first.substr(0, 200) +
+                                   "); nothing was written: restore it from a copy or export what it "
+                                   "still holds"));
+}
+
 }  // namespace tiletune::schema

@@ -88,6 +88,7 @@ Store Store::open(const std::filesystem::path& path, Mode mode) {
     // Check what the file is before anything (WAL included) may write to it.
     const int version = schema::check_known(impl->db);
     if (writable) {
+      if (version > 0) schema::check_integrity(impl->db);
       impl->db.enable_wal_and_foreign_keys();
       schema::migrate(impl->db);
     } else if (version == 0) {

@@ -66,6 +66,10 @@ TEST(Cli, BadInputGivesOneLineAndChangesNothing) {
       {"plan --family gemm_tiled --size -5x10x10 --device-profile h100 --store", "positive"},
       {"plan --family gemm_tiled --size 10x10 --device-profile h100 --store", "3 dimension(s)"},
       {"plan --family gemm_tiled --size 10xAx10 --device-profile h100 --store", "size"},
+      {"plan --family gemm_tiled --size 10x10x10x --device-profile h100 --store", "got '10x10x10x'"},
+      {"plan --family gemm_tiled --size 10x10x --device-profile h100 --store", "got '10x10x'"},
+      {"plan --family gemm_tiled --size 10x2^4x --device-profile h100 --store", "got '10x16x'"},
+      {"plan --family gemm_tiled --size x10x10x10 --device-profile h100 --store", "got 'x10x10x10'"},
       {"plan --family conv1d_tiled --size 1000 --arg mask_width=4 --device-profile h100 --store",
        "mask_width must be odd"},
       {"plan --family conv1d_tiled --size 1000 --arg bogus=1 --device-profile h100 --store",
@@ -195,6 +199,9 @@ TEST(Cli, ExportNeverWritesOverADatabase) {
   const auto db = dir.path / "tiletune.db";
   std::filesystem::copy_file(db, dir.path / "other.db");
   std::filesystem::create_symlink("tiletune.db", dir.path / "link.json");
+  // Dangling: it names the -wal file SQLite creates beside the database when it next writes.
+  std::filesystem::create_symlink("tiletune.db-wal", dir.path / "wal-link.json");
+  std::filesystem::create_symlink("wal-link.json", dir.path / "link-to-link.json");
   std::filesystem::create_directory(dir.path / "folder");
   const std::string db_bytes = read_bytes(db), other_bytes = read_bytes(dir.path / "other.db");
   struct Case {
@@ -207,6 +214,10 @@ TEST(Cli, ExportNeverWritesOverADatabase) {
       {"export -o tiletune.db-wal", "is the database's -wal file"},
       {"export -o tiletune.db-shm --db ./tiletune.db", "is the database's -shm file"},
       {"export -o link.json", "is the database"},
+      {"export -o wal-link.json", "--output wal-link.json is the database's -wal file"},
+      {"export --format csv -o link-to-link.json", "is the database's -wal file"},
+      {"export -o ''", "--output is empty"},
+      {"export --format csv --output ''", "--output is empty"},
       {"export --format header -o other.db",
        "--output other.db is an SQLite database: refusing to write over it"},
       {"export -o folder", "--output folder is a directory"},
@@ -220,6 +231,8 @@ TEST(Cli, ExportNeverWritesOverADatabase) {
   EXPECT_EQ(read_bytes(db), db_bytes);
   EXPECT_EQ(read_bytes(dir.path / "other.db"), other_bytes);
   EXPECT_TRUE(std::filesystem::is_symlink(dir.path / "link.json"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path / "wal-link.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db-wal.XXXXXX"));
   // A device is written in place, never replaced by a file.
   EXPECT_EQ(tiletune_cmd("export --format csv -o /dev/null", dir).status, 0);
   EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
@@ -535,4 +548,46 @@ TEST(Cli, CapturedAndInputFilesAreCheckedBeforeAnything) {
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db"));
+}
+
+// Arguments echoed in errors and in query's not-found line reach the terminal as one line, with newlines,
+// ESC, BEL, DEL and C1 control characters (U+009B is a terminal's CSI) escaped.
+TEST(Cli, EchoedArgumentsAreOneLineWithControlCharactersEscaped) {
+  TempDir dir;
+  const auto raw_controls = [](const std::string& text) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if ((c < 0x20 && c != '\n') || c == 0x7F) return true;
+      if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0) return true;
+    }
+    return false;
+  };
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"plan --family \"$(printf 'gemm\\nfake: all good')\" --device-profile h100",
+       "unknown family 'gemm\\nfake: all good'"},
+      {"plan --family gemm_tiled --size \"$(printf '10x10\\nx10')\" --device-profile h100",
+       "got '10x10\\nx10'"},
+      {"plan --family \"$(printf 'x\\033[31mred\\007')\" --device-profile h100", "'x\\x1b[31mred\\x07'"},
+      {"plan --family \"$(printf 'x\\302\\23331m')\" --device-profile h100", "'x\\u009b31m'"},
+      {"\"$(printf 'pla\\nn')\"", "unknown command 'pla\\nn'"},
+  };
+  for (const auto& c : cases) {
+    const CmdResult r = tiletune_cmd(c.args, dir);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_EQ(lines(r.err), 1) << c.args << ": " << r.err;
+    EXPECT_FALSE(raw_controls(r.err)) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+  }
+  ASSERT_EQ(
+      tiletune_cmd("plan --family gemm_tiled --size 64x64x64 --device-profile h100 --no-compile --store", dir)
+          .status,
+      0);
+  const CmdResult q = tiletune_cmd(
+      "query --family gemm_tiled --size 64x64x64 --device \"$(printf "
+      "'H\\033]0;owned\\007\\302\\2332J\\nX')\"",
+      dir);
+  EXPECT_FALSE(raw_controls(q.out + q.err)) << q.out << q.err;
+  EXPECT_LE(lines(q.out), 3) << q.out;
 }

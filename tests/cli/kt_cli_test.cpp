@@ -315,3 +315,29 @@ TEST(KernelTunerCli, MalformedCachesChangeNothingAndSayWhyInOneLine) {
       << as_json.err;
   EXPECT_EQ(read_bytes(db), before);
 }
+
+// A cache that calls ok what gemm_tiled can never run on the H100 (TILE_K equal to neither tile side; 64 x 32
+// threads a block), faster than anything real: stored as pruned with the plan's reason, and never the best.
+TEST(KernelTunerCli, OkEntriesThePlanPrunesAreStoredAsPruned) {
+  TempDir dir;
+  const std::string impossible = R"(
+"32,32,16": {"TILE_WIDTH": 32, "BLOCK_Y": 32, "TILE_K": 16, "time": 0.01, "compile_time": 1},
+"64,32,64": {"TILE_WIDTH": 64, "BLOCK_Y": 32, "TILE_K": 64, "time": 0.02, "compile_time": 1},)";
+  write_text(dir.path / "cache.json", closed(header(), entries15 + impossible));
+  const CmdResult r = tiletune_cmd("import --format kernel_tuner cache.json --family gemm_tiled", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto results = results_by_params(exported(dir));
+  const auto& constraint = results.at("BLOCK_Y=32,TILE_K=16,TILE_WIDTH=32");
+  EXPECT_EQ(constraint.at("outcome"), "pruned");
+  EXPECT_EQ(constraint.at("reason"),
+            "constraint: TILE_K must equal TILE_WIDTH or BLOCK_Y (Kernel Tuner: ok)");
+  EXPECT_FALSE(constraint.contains("median_ms") && !constraint.at("median_ms").is_null());
+  const auto& threads = results.at("BLOCK_Y=32,TILE_K=64,TILE_WIDTH=64");
+  EXPECT_EQ(threads.at("outcome"), "pruned");
+  EXPECT_EQ(threads.at("reason"), "threads: 2048 per block > 1024 (Kernel Tuner: ok)");
+  const CmdResult best =
+      tiletune_cmd("query --family gemm_tiled --size 1000x1000x1000 --device 'NVIDIA H100 80GB HBM3'", dir);
+  EXPECT_NE(best.out.find("TILE_WIDTH=32"), std::string::npos) << best.out << best.err;
+  EXPECT_NE(best.out.find("TILE_K=32"), std::string::npos) << best.out << best.err;
+  EXPECT_EQ(best.out.find("TILE_WIDTH=64"), std::string::npos) << best.out;
+}

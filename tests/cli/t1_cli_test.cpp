@@ -152,6 +152,13 @@ TEST(ImportSpace, UntranslatableFilesAreRefusedInOneLineAndNothingIsWritten) {
       {params + "/1/Type", "float", "ConfigurationSpace.TuningParameters[1].Type"},
       {params + "/1/Default", 3, "ConfigurationSpace.TuningParameters[1].Default"},
       {params + "/0/Name", "cc", "ConfigurationSpace.TuningParameters[0].Name"},
+      {params + "/0/Name", "int", "ConfigurationSpace.TuningParameters[0].Name: 'int' is a C++ or CUDA name"},
+      {params + "/1/Name", "float", "ConfigurationSpace.TuningParameters[1].Name: 'float'"},
+      {params + "/1/Name", "__global__",
+       "ConfigurationSpace.TuningParameters[1].Name: '__global__' is reserved"},
+      {params + "/2/Name", "threadIdx", "ConfigurationSpace.TuningParameters[2].Name: 'threadIdx'"},
+      {params + "/2/Name", "uint32_t", "ConfigurationSpace.TuningParameters[2].Name: 'uint32_t'"},
+      {params + "/2/Name", "float4", "ConfigurationSpace.TuningParameters[2].Name: 'float4'"},
       {"/ConfigurationSpace/Conditions/0/Expression", "block_size_x ** items > 4",
        "ConfigurationSpace.Conditions[0].Expression: cannot translate"},
       {"/ConfigurationSpace/Conditions/1/Expression", "unroll & 1",
@@ -169,6 +176,8 @@ TEST(ImportSpace, UntranslatableFilesAreRefusedInOneLineAndNothingIsWritten) {
       {spec + "/Arguments/1/Size", "max(block_size_x) * foo", "KernelSpecification.Arguments[1].Size"},
       {spec + "/Arguments/2/Type", "uint16", "KernelSpecification.Arguments[2].Type"},
       {spec + "/KernelFile", "missing.cu", "KernelSpecification.KernelFile"},
+      // A regular file whose every read fails (EIO): never read as an empty kernel.
+      {spec + "/KernelFile", "/proc/self/mem", "KernelSpecification.KernelFile: cannot read /proc/self/mem"},
       {spec + "/KernelName", "scale items; rm", "KernelSpecification.KernelName"},
       {spec + "/GlobalSizeType", "Vulkan", "KernelSpecification.GlobalSizeType"},
       {spec + "/ProblemSize", json::array({0}), "KernelSpecification.ProblemSize[0]"},
@@ -179,6 +188,7 @@ TEST(ImportSpace, UntranslatableFilesAreRefusedInOneLineAndNothingIsWritten) {
        "KernelSpecification.GridDivX: cannot be evaluated"},
       {"", "{\"ConfigurationSpace\": [", "not valid JSON"},
       {"", "[1, 2]", "must hold a JSON object"},
+      {"", std::string(kT1) + std::string("\0", 1) + "{garbage", "holds a NUL byte at offset"},
   };
   for (const auto& c : cases) {
     TempDir dir;

@@ -166,6 +166,9 @@ std::vector<BadImport> bad_imports() {
   return {
       {"bad json", [](json doc) { return doc.dump().substr(0, 200); }, "not valid JSON"},
       {"not an object", [](json) { return std::string("[1, 2]"); }, "must be a JSON object"},
+      {"garbage after a NUL byte",
+       [](json doc) { return doc.dump() + std::string("\0", 1) + "{\"sweeps\": garbage"; },
+       "import: the document holds a NUL byte at offset"},
       {"wrong format", edit([](json& d) { d["format"] = "kernel-tuner-cache"; }),
        "format is 'kernel-tuner-cache'"},
       {"newer schema", edit([](json& d) { d["schema_version"] = Store::schema_version + 1; }),

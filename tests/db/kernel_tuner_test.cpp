@@ -407,6 +407,8 @@ TEST(KernelTuner, HostileFilesAreRefusedInOneLine) {
        "import: cache[\"16,16,16\"].tiletune_outcome is timeout, but the entry is no failure"},
       {std::string(100, '[') + std::string(100, ']'),
        "import: the document is nested 100 levels deep (at most 64)"},
+      {with_entry(ok_entry) + std::string("\0", 1) + "not json at all",
+       "import: the file holds a NUL byte at offset"},
   };
   for (const auto& [text, expected] : cases) {
     try {

@@ -203,9 +203,40 @@ TEST(Open, IntegrityCheckNoticesDamage) {
   const std::string noise = test::random_bytes(bytes.size() / 2, 3);
   bytes.replace(4096 * 2, noise.size() - 4096 * 2, noise.substr(0, noise.size() - 4096 * 2));
   test::write_bytes(path, bytes);
-  // Opening reads only the header page, so the damage shows in the check, not before.
-  Store store = Store::open(path);
+  // Opening to read reads only the header page, so the damage shows in the check, not before; opening to
+  // write checks first, and refuses.
+  Store store = Store::open(path, Store::Mode::read_only);
   EXPECT_FALSE(store.integrity_ok());
+  const std::string message = store_open_error(path);
+  EXPECT_TRUE(test::one_line(message)) << message;
+  EXPECT_NE(message.find("fails PRAGMA integrity_check"), std::string::npos) << message;
+}
+
+// A database cut short (a copy that stopped half-way) is refused by every writer before it writes: nothing
+// is added to it, and its bytes stay as they were.
+TEST(Open, WritersRefuseADatabaseCutShort) {
+  test::TempDir dir;
+  const auto path = dir / "t.db";
+  {
+    Store store = Store::open(path);
+    for (int i = 0; i < 20; ++i) {
+      const std::int64_t id = store.begin_sweep(test::spec("gemm_tiled", test::h100, {64 + i, 64, 64}));
+      std::vector<ResultRecord> records;
+      for (int t = 1; t <= 50; ++t) records.push_back(test::ok({{"TILE", t}}, 1.0 + t));
+      store.add_results(id, records);
+    }
+  }
+  std::string bytes = test::read_bytes(path);
+  ASSERT_GT(bytes.size(), 8 * 4096u);
+  bytes.resize(bytes.size() - 100);  // within the last page: SQLite still reads and writes it
+  test::write_bytes(path, bytes);
+  const std::string message = store_open_error(path);
+  EXPECT_TRUE(test::one_line(message)) << message;
+  EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+  EXPECT_NE(message.find("fails PRAGMA integrity_check"), std::string::npos) << message;
+  EXPECT_EQ(test::read_bytes(path), bytes);
+  EXPECT_FALSE(std::filesystem::exists(path.string() + "-wal") &&
+               std::filesystem::file_size(path.string() + "-wal") > 0);
 }
 
 // Paths that cannot name a database file: refused before SQLite sees them (an empty path would be SQLite's

@@ -176,6 +176,34 @@ TEST(Bundle, AFolderNamedWithASlashIsReplacedWholeAndNothingElseIsWrittenOver) {
   EXPECT_THROW(write("/"), BundleError);
 }
 
+// Exporting again over a bundle replaces the folder whole: a file the user put there is refused, not deleted.
+TEST(Bundle, ExportingAgainNeverDeletesAFileTheUserPutInTheFolder) {
+  TunedDatabase t;
+  const CompileCache cache(t.dir.path / "cache");
+  const auto out = t.dir.path / "bundle";
+  const auto write = [&] {
+    return write_bundle(Store::open(t.db, Store::Mode::read_only), t.families, out, "", "", cache);
+  };
+  ASSERT_EQ(write().entries, 2);
+  for (const auto& mine : {out / "notes.txt", out / "cubins" / "mine.txt", out / "families" / "README"}) {
+    std::ofstream(mine) << "mine\n";
+    try {
+      write();
+      ADD_FAILURE() << "written over " << mine;
+    } catch (const BundleError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("holds " + std::filesystem::relative(mine, out).string() + ", which no export"),
+                std::string::npos)
+          << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+    EXPECT_EQ(slurp(mine), "mine\n");
+    EXPECT_EQ(read_bundle(out).entries.size(), 2u);  // the old bundle is whole
+    std::filesystem::remove(mine);
+  }
+  EXPECT_EQ(write().entries, 2);
+}
+
 TEST(Bundle, RefusesWhatIsNotOneInOneLine) {
   TunedDatabase t;
   const CompileCache cache(t.dir.path / "cache");
@@ -212,6 +240,9 @@ TEST(Bundle, RefusesWhatIsNotOneInOneLine) {
       << R"({"format": "tiletune-bundle-1", "entries": [{"family": "gemm_tiled", "device": "d", "arch": "sm_90",
             "size": "8x8x8", "params": {}, "template_hash": "x", "cubin": "../../etc/passwd", "symbol": "k"}]})";
   expect_one_line([&] { read_bundle(bad); }, "bad CUBIN file name");
+  std::ofstream(bad / "manifest.json", std::ios::trunc)
+      << std::string("{\"format\": \"tiletune-bundle-1\", \"entries\": []}\0{garbage", 55);
+  expect_one_line([&] { read_bundle(bad); }, "holds a NUL byte at offset 46");
 
   // A bundle's missing CUBIN is named when it is needed.
   const auto out = t.dir.path / "bundle";

@@ -122,6 +122,17 @@ TEST(Family, MalformedDescriptionsGiveOneLineErrors) {
       {"[\"100\"]", "[\"0\"]", "default size"},
       {"\"B\": {\"values\"", "\"cc\": {\"values\"", "reserved for the device's compute capability"},
       {"\"B\": {\"values\"", "\"sms\": {\"values\"", "reserved for the device's SM count"},
+      // Parameters are #defined ahead of the template: a keyword, type or reserved name breaks every compile.
+      {"\"B\": {\"values\"", "\"B\": {\"values\": [32]}, \"int\": {\"values\"",
+       "parameter name 'int' is a C++ or CUDA name"},
+      {"\"B\": {\"values\"", "\"B\": {\"values\": [32]}, \"__global__\": {\"values\"",
+       "'__global__' is reserved to the compiler"},
+      {"\"B\": {\"values\"", "\"B\": {\"values\": [32]}, \"blockDim\": {\"values\"",
+       "'blockDim' is a C++ or CUDA name"},
+      {"\"B\": {\"values\"", "\"B\": {\"values\": [32]}, \"int64_t\": {\"values\"",
+       "'int64_t' is a standard or CUDA type"},
+      {"\"dst\": \"out\"}}]\n}", std::string("\"dst\": \"out\"}}]\n}\0{garbage", 26),
+       "holds a NUL byte at offset"},
   };
   for (const auto& c : cases) {
     const std::string err = load_error(c.from, c.to);

@@ -397,6 +397,24 @@ TEST(Plan, ACompileFailureLeadsWithItsErrorLine) {
   EXPECT_EQ(none.reason, "nvrtcCompileProgram: NVRTC_ERROR_INVALID_OPTION");
 }
 
+// On the H100, the log of a configuration over the shared-memory limit starts with a NUL byte: the ptxas
+// error must still be the reason, whole, with no NUL byte left to cut it short where it is read as C text.
+TEST(Plan, ACompileLogStartingWithANulByteKeepsItsReason) {
+  const std::string error =
+      "ptxas error   : Entry function 'k' uses too much shared data (0x30000 bytes, 0xe400 max)";
+  const std::string log =
+      std::string("\0", 1) + error + std::string("\0", 1) + "ptxas info    : Used 40 registers\n";
+  PlannedConfig c;
+  apply_compile_result(c, CompileError{log}, load_profile("h100"));
+  EXPECT_EQ(c.outcome, Outcome::compile_failed);
+  EXPECT_EQ(c.reason.find('\0'), std::string::npos);
+  EXPECT_EQ(c.reason.substr(0, error.size()), error);
+  EXPECT_NE(c.reason.find("Used 40 registers"), std::string::npos) << c.reason;
+  EXPECT_EQ(to_record(c).reason, c.reason);
+  EXPECT_EQ(readable_log(std::string("\0\0", 2)), "");
+  EXPECT_EQ(readable_log("a\nb\n"), "a\nb\n");
+}
+
 namespace {
 
 // A bf16 GEMM described with tensor maps (A as K x M, B as K x N, C read as TF32) and clusters of CL blocks
@@ -628,4 +646,43 @@ TEST(Plan, TensorMapFixturesCompileForSm90a) {
     for (const auto& c : plan.configs)
       EXPECT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(c.params) << ": " << c.reason;
   }
+}
+
+// A dimension the kernel's `int` scalar cannot hold would wrap on the GPU: every configuration is pruned
+// with the scalar, its value and its type's range, though its buffers fit in the device's memory.
+TEST(Plan, ScalarsOutsideTheirDeclaredTypeArePruned) {
+  const auto& f = find_family(builtin(), "gemm_tiled");
+  const DeviceLimits h100 = load_profile("h100");
+  const Params params{{"BLOCK_Y", 16}, {"TILE_K", 16}, {"TILE_WIDTH", 16}};
+  const auto fits = prune_before_compile(f, h100, f.make_problem({1, 2147483647, 1}, {}), params);
+  EXPECT_EQ(fits.outcome, Outcome::ok) << fits.reason;
+  const auto c = prune_before_compile(f, h100, f.make_problem({1, 3000000000LL, 1}, {}), params);
+  EXPECT_EQ(c.outcome, Outcome::pruned);
+  EXPECT_EQ(c.reason, "scalar N = 3000000000 does not fit int [-2147483648, 2147483647]");
+  CompileCache no_cache{""};
+  PlanOptions o;
+  o.compile = false;
+  const Plan plan = make_plan(f, h100, f.make_problem({1, 1, 3000000000LL}, {}), no_cache, o);
+  EXPECT_EQ(plan.count(Outcome::ok), 0u);
+}
+
+// Buffers larger than the device's memory cannot be allocated: pruned against the profile's memory, and
+// not checked where a profile does not say how much memory the device has.
+TEST(Plan, BuffersLargerThanTheDeviceMemoryArePruned) {
+  const auto& f = find_family(builtin(), "gemm_tiled");
+  DeviceLimits h100 = load_profile("h100");
+  const Params params{{"BLOCK_Y", 16}, {"TILE_K", 16}, {"TILE_WIDTH", 16}};
+  const ProblemKey huge = f.make_problem({1000000, 1000000, 1000000}, {});
+  const auto c = prune_before_compile(f, h100, huge, params);
+  EXPECT_EQ(c.outcome, Outcome::pruned);
+  EXPECT_EQ(c.reason, "memory: buffers need 12000000000000 bytes, more than the device's " +
+                          std::to_string(h100.global_memory_bytes));
+  // 3 x 4 bytes x 2^32 = 48 GiB fits in 80.
+  const auto fits = prune_before_compile(f, h100, f.make_problem({65536, 65536, 65536}, {}), params);
+  EXPECT_EQ(fits.outcome, Outcome::ok) << fits.reason;
+  h100.global_memory_bytes = 40LL << 30;
+  EXPECT_EQ(prune_before_compile(f, h100, f.make_problem({65536, 65536, 65536}, {}), params).outcome,
+            Outcome::pruned);
+  h100.global_memory_bytes = 0;
+  EXPECT_EQ(prune_before_compile(f, h100, huge, params).outcome, Outcome::ok);
 }

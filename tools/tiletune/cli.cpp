@@ -55,7 +55,26 @@ std::filesystem::path resolved(const std::filesystem::path& path) {
   return ec ? absolute.lexically_normal() : canonical;
 }
 
+// resolved() after following a link at the end of the path, dangling ones too (weakly_canonical takes a
+// link whose target does not exist yet as a name of its own, but writing through it creates the target).
+std::filesystem::path followed(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
+  std::error_code ec;
+  for (int hops = 0; hops < 40 && fs::is_symlink(p, ec); ++hops) {
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return resolved(p);
+}
+
 }  // namespace
+
+void check_output_option(const std::string& output) {
+  if (output.empty())
+    throw po::error("--output is empty (an unset shell variable?): give a file name, or leave it out");
+}
 
 void add_common(po::options_description& desc, Common& c, bool with_profile, bool with_gpu) {
   desc.add_options()("family,f", po::value(&c.family),
@@ -99,7 +118,7 @@ void check_output_path(const std::string& output, const std::string& option, con
   std::error_code ec;
   if (output.empty()) throw UsageError(option + " is empty: give a file name");
   if (fs::is_directory(output, ec)) throw UsageError(option + " " + output + " is a directory");
-  const fs::path target = resolved(output);
+  const fs::path target = followed(output);
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
     const fs::path file = db + suffix;
     if (target == resolved(file) || fs::equivalent(output, file, ec) ||
@@ -127,7 +146,7 @@ void write_file_replacing(const std::filesystem::path& path, const std::string& 
     return;
   }
   // Through a link, the file it points to is replaced and the link kept.
-  const fs::path target = fs::is_symlink(path, ec) ? resolved(path) : path;
+  const fs::path target = fs::is_symlink(path, ec) ? followed(path) : path;
   std::string temp = target.string() + ".XXXXXX";
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) throw fail(errno);
@@ -156,11 +175,22 @@ std::vector<KernelFamily> families(const Common& c) {
   return load_families(roots);
 }
 
+// The parts between 'x's, empty ones too (getline drops an empty last part, so "10x10x" would read as 10x10).
+std::vector<std::string> size_parts(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t x = text.find('x'); x != std::string::npos; x = text.find('x', start)) {
+    parts.push_back(text.substr(start, x - start));
+    start = x + 1;
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
 std::vector<std::int64_t> parse_size(const std::string& text) {
   std::string plain;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, 'x')) {
+  bool first = true;
+  for (std::string part : size_parts(text)) {
     if (const auto caret = part.find('^'); caret != std::string::npos) {
       try {
         const long long base = std::stoll(part.substr(0, caret)), exp = std::stoll(part.substr(caret + 1));
@@ -173,7 +203,8 @@ std::vector<std::int64_t> parse_size(const std::string& text) {
         throw UsageError("bad size '" + text + "': '" + part + "' is not a power like 2^28");
       }
     }
-    plain += (plain.empty() ? "" : "x") + part;
+    plain += (first ? "" : "x") + part;
+    first = false;
   }
   try {
     return parse_size_text(plain);

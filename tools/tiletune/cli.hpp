@@ -34,6 +34,8 @@ struct Common {
 // path, ":memory:" and a directory.
 void add_common(po::options_description& desc, Common& c, bool with_profile, bool with_gpu);
 
+// The notifier of an --output option: an empty one (what an unset shell variable gives) is refused.
+void check_output_option(const std::string& output);
 // Throws UsageError when writing `output` (named by `option`, e.g. "--output") would write over the
 // database `db` (the file itself, through a link, or its -wal, -shm or -journal file), over any other SQLite
 // database, or over a directory.

@@ -8,6 +8,7 @@
 #include "cli.hpp"
 #include "tiletune/bundle.hpp"
 #include "tiletune/kernel_tuner.hpp"
+#include "tiletune/plan.hpp"
 #include "tiletune/store.hpp"
 #include "tiletune/utf8.hpp"
 
@@ -103,7 +104,7 @@ int cmd_export(const std::vector<std::string>& argv) {
       "json, csv, header (a C++ header of the best configurations), t4 (the T4 results "
       "format, with metadata), kernel_tuner (one sweep as a Kernel Tuner cache file) or bundle "
       "(a folder of the best configurations' CUBINs for the runtime to launch without compiling)")(
-      "output,o", po::value(&output),
+      "output,o", po::value(&output)->notifier(check_output_option),
       "file to write (default: standard output); bundle: the folder to write")("device", po::value(&device),
                                                                                "only this device name")(
       "sweep", po::value(&sweep_id),
@@ -206,6 +207,28 @@ ProblemKey problem_for_cache(const KernelFamily& family, const KernelTunerCache&
   }
 }
 
+// The limits of the device a cache is imported for, which its stored properties hold; the plan checks the
+// cache's ok entries against them.
+DeviceLimits limits_of(const DeviceRecord& device) {
+  try {
+    return device_from_json(device.properties_json);
+  } catch (const std::exception&) {
+    import_error("device '" + printable(device.name) + "' (" + printable(device.uuid) +
+                 "): its stored properties are not a device's limits, so the cache cannot be checked "
+                 "against them: pass --device-profile NAME|FILE");
+  }
+}
+
+// Why the family's plan for this device and problem does not run a configuration ("" when it does).
+std::function<std::string(const std::vector<std::pair<std::string, std::int64_t>>&)> plan_check(
+    const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem) {
+  return [&family, device, problem](const std::vector<std::pair<std::string, std::int64_t>>& values) {
+    const Params params(values.begin(), values.end());
+    const PlannedConfig c = prune_before_compile(family, device, problem, params);
+    return c.outcome == Outcome::ok ? std::string() : c.reason;
+  };
+}
+
 // A Kernel Tuner cache as one sweep of --family: read, mapped onto the family, device and problem, then
 // stored through the JSON importer (all checks, one transaction, a sweep already present skipped).
 ImportSummary import_kernel_tuner(Store& store, const std::string& text, const Common& c) {
@@ -224,6 +247,7 @@ ImportSummary import_kernel_tuner(Store& store, const std::string& text, const C
   target.metric_unit = family.metric_unit;
   target.problem = problem_for_cache(family, cache, c);
   target.device = device_for_cache(store, cache, c);
+  target.plan_refuses = plan_check(family, limits_of(target.device), target.problem);
   try {
     target.work = static_cast<double>(family.metric_work.eval(family.vars(target.problem, {})));
   } catch (const std::exception&) {

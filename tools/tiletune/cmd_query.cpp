@@ -3,6 +3,7 @@
 
 #include "cli.hpp"
 #include "tiletune/client.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune::cli {
 
@@ -66,7 +67,7 @@ int cmd_query(const std::vector<std::string>& argv) {
     if (r.metric) j["metric"] = *r.metric, j["metric_unit"] = r.metric_unit;
     std::cout << j.dump(1) << "\n";
   } else {
-    std::cout << params_to_text(r.params) << "\n" << r.message << "\n";
+    std::cout << params_to_text(r.params) << "\n" << printable_line(r.message) << "\n";
     if (r.median_ms)
       std::cout << "median " << fmt(*r.median_ms, 4) << " ms"
                 << (r.metric ? ", " + fmt(*r.metric, 1) + " " + r.metric_unit : "") << "\n";

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
       {"report", cmd_report},   {"replay", cmd_replay}};
   const auto it = commands.find(argv[1]);
   if (it == commands.end()) {
-    std::cerr << "tiletune: unknown command '" << tiletune::printable(argv[1])
+    std::cerr << "tiletune: unknown command '" << tiletune::printable_line(argv[1])
               << "' (see 'tiletune --help')\n";
     return 2;
   }
@@ -59,12 +59,10 @@ int main(int argc, char** argv) {
   try {
     return it->second(rest);
   } catch (const UsageError& e) {
-    std::cerr << "tiletune: " << tiletune::printable(e.what()) << "\n";
+    std::cerr << "tiletune: " << tiletune::printable_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    std::cerr << "tiletune " << it->first << ": " << tiletune::printable(what.substr(0, what.find('\n')))
-              << "\n";
+    std::cerr << "tiletune " << it->first << ": " << tiletune::printable_line(e.what()) << "\n";
     return 1;
   }
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -127,8 +128,11 @@ Bundle read_bundle(const std::filesystem::path& directory) {
   std::ifstream in(path);
   if (!in)
     throw BundleError("bundle: no " + path.string() + " (write one with tiletune export --format bundle)");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const std::string why = nul_byte_problem(text); !why.empty())
+    throw BundleError("bundle: " + path.string() + " " + why);
   try {
-    const json j = json::parse(in);
+    const json j = json::parse(text);
     if (!j.is_object() || j.value("format", "") != kFormat)
       throw BundleError("bundle: " + path.string() + " is not a " + kFormat + " manifest");
     Bundle b;
@@ -154,7 +158,8 @@ Bundle read_bundle(const std::filesystem::path& directory) {
       entry.symbol = e.at("symbol").get<std::string>();
       if (entry.cubin_file.empty() || entry.cubin_file.find('/') != std::string::npos ||
           entry.cubin_file.find("..") != std::string::npos)
-        throw BundleError("bundle: " + path.string() + ": bad CUBIN file name '" + entry.cubin_file + "'");
+        throw BundleError("bundle: " + path.string() + ": bad CUBIN file name '" +
+                          printable_line(entry.cubin_file) + "'");
       entry.usage = usage_from(e.value("usage", json::object()));
       b.entries.push_back(std::move(entry));
     }
@@ -165,6 +170,31 @@ Bundle read_bundle(const std::filesystem::path& directory) {
     throw BundleError("bundle: " + path.string() + " is malformed: " + first_line(e.what()));
   }
 }
+
+namespace {
+
+// The first thing in an old bundle's folder that no export writes there ("" when none): replacing the
+// folder would delete it. A bundle holds manifest.json, CUBIN files in cubins/, and family folders.
+std::string foreign_entry(const std::filesystem::path& bundle) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(bundle, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool dir = e.is_directory(ec) && !e.is_symlink(ec);
+    if (name == "manifest.json" && e.is_regular_file(ec) && !e.is_symlink(ec)) continue;
+    if (!dir || (name != "cubins" && name != "families")) return name;
+    for (const auto& inner : fs::directory_iterator(e.path(), ec)) {
+      const std::string file = inner.path().filename().string();
+      if (name == "cubins"
+              ? inner.path().extension() != ".cubin" || !inner.is_regular_file(ec) || inner.is_symlink(ec)
+              : !inner.is_directory(ec) || inner.is_symlink(ec))
+        return name + "/" + file;
+    }
+  }
+  return ec ? "(a folder that cannot be listed: " + ec.message() + ")" : "";
+}
+
+}  // namespace
 
 BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& families,
                            const std::filesystem::path& directory, const std::string& family_filter,
@@ -180,6 +210,11 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
   if (fs::exists(fs::symlink_status(target, ec)) &&
       (!fs::is_directory(target, ec) || (!fs::is_empty(target, ec) && !is_bundle(target))))
     throw BundleError("bundle: " + directory.string() + " exists and is not a bundle: name a new folder");
+  if (fs::is_directory(target, ec) && !fs::is_empty(target, ec))
+    if (const std::string foreign = foreign_entry(target); !foreign.empty())
+      throw BundleError("bundle: " + directory.string() + " holds " + printable_line(foreign) +
+                        ", which no export writes there; replacing the bundle would delete it: move it out "
+                        "or name a new folder");
   // Written beside the target and renamed into place; the old bundle is moved aside first and removed only
   // once the new one is in place, so that a failed export leaves it whole.
   const std::string pid = std::to_string(::getpid());

@@ -114,7 +114,8 @@ std::string program_log(nvrtcProgram p) {
   if (nvrtc().log_size(p, &size) != NVRTC_SUCCESS || size == 0) return {};
   std::string log(size, '\0');
   if (nvrtc().log(p, log.data()) != NVRTC_SUCCESS) return {};
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  log = readable_log(std::move(log));
+  while (!log.empty() && log.back() == '\n') log.pop_back();
   return log;
 }
 
@@ -154,6 +155,14 @@ bool nvrtc_has_own_cache() {
 }
 
 const std::string& nvrtc_unavailable() { return nvrtc().error; }
+
+std::string readable_log(std::string log) {
+  // NVRTC joins its own log and ptxas's with NUL bytes (a log may start with one): whatever reads the log as
+  // a C string would see nothing past the first, so each becomes a line break.
+  std::replace(log.begin(), log.end(), '\0', '\n');
+  log.erase(0, std::min(log.find_first_not_of('\n'), log.size()));
+  return log;
+}
 
 ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel) {
   ResourceUsage u;

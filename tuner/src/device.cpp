@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "tiletune/json_depth.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune {
 
@@ -197,6 +198,8 @@ DeviceLimits load_profile(const std::string& name_or_path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
+  if (const std::string why = nul_byte_problem(text.str()); !why.empty())
+    throw std::runtime_error("device profile " + name_or_path + ": " + why);
   if (json_depth(text.str()) > kMaxJsonDepth)
     throw std::runtime_error("device profile " + name_or_path + ": nested deeper than " +
                              std::to_string(kMaxJsonDepth) + " levels");

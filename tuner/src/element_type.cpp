@@ -1,6 +1,8 @@
 #include "tiletune/element_type.hpp"
 
 #include <array>
+#include <limits>
+#include <utility>
 
 namespace tiletune {
 
@@ -31,6 +33,23 @@ const TypeInfo& info(ElementType t) {
   for (const auto& i : kTypes)
     if (i.type == t) return i;
   return kTypes[0];
+}
+
+// The integers a type holds; floating types: the whole int64 range.
+std::pair<std::int64_t, std::int64_t> integer_range(ElementType t) {
+  using L = std::numeric_limits<std::int64_t>;
+  switch (t) {
+    case ElementType::i8:
+      return {-128, 127};
+    case ElementType::u8:
+      return {0, 255};
+    case ElementType::i32:
+      return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+    case ElementType::u32:
+      return {0, std::numeric_limits<std::uint32_t>::max()};
+    default:
+      return {L::min(), L::max()};
+  }
 }
 
 std::string join(bool scalars) {
@@ -64,6 +83,16 @@ std::optional<ElementType> scalar_type_from_string(std::string_view name) {
 }
 
 std::size_t size_of(ElementType t) { return info(t).size; }
+
+bool holds_integer(ElementType t, std::int64_t value) {
+  const auto [lo, hi] = integer_range(t);
+  return value >= lo && value <= hi;
+}
+
+std::string integer_range_text(ElementType t) {
+  const auto [lo, hi] = integer_range(t);
+  return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
 bool is_floating(ElementType t) { return info(t).floating; }
 std::string cuda_type_name(ElementType t) { return info(t).cuda_name; }
 std::string element_type_list() { return join(false); }

@@ -11,6 +11,8 @@
 
 #include "tiletune/json_depth.hpp"
 #include "tiletune/library_calls.hpp"
+#include "tiletune/macro_name.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune {
 
@@ -228,6 +230,7 @@ void parse_parameters(const Reader& r, const json& doc, KernelFamily& f) {
   if (!params.is_object() || params.empty()) r.fail("'parameters' must be a non-empty object");
   for (const auto& [name, spec] : params.items()) {
     if (!is_identifier(name)) r.fail("parameter name '" + name + "' must be an identifier");
+    if (const std::string why = macro_name_problem(name); !why.empty()) r.fail("parameter name " + why);
     Parameter p{name, {}, 0};
     const json& values = r.need(spec, "values");
     if (!values.is_array() || values.empty())
@@ -701,6 +704,7 @@ void hash_template(KernelFamily& f) { f.template_hash = template_hash_of(f); }
 KernelFamily parse_family(const std::filesystem::path& directory, const std::string& description_text) {
   const std::string file = (directory / "family.json").string();
   Reader r(file);
+  if (const std::string why = nul_byte_problem(description_text); !why.empty()) r.fail(why);
   if (json_depth(description_text) > kMaxJsonDepth)
     r.fail("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json doc;

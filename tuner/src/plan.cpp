@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "argument_limits.hpp"
 #include "tiletune/build_info.hpp"
 
 namespace tiletune {
@@ -326,6 +327,11 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
     }
     c.launch.tensor_maps.push_back(std::move(values));
   }
+  // Last, so that a launch or tensor map rule names its own limit first.
+  if (auto why = argument_problem(family, vars, device); !why.empty()) {
+    c.launch.tensor_maps.clear();
+    return prune(std::move(why));
+  }
   return c;
 }
 
@@ -359,7 +365,7 @@ void apply_compile_result(PlannedConfig& c, const CompileResult& result, const D
   c.compiled = true;
   if (const auto* err = std::get_if<CompileError>(&result)) {
     c.outcome = Outcome::compile_failed;
-    c.reason = with_error_first(err->log);
+    c.reason = with_error_first(readable_log(err->log));
     return;
   }
   const auto& k = std::get<CompiledKernel>(result);

@@ -24,6 +24,8 @@
 #include "tiletune/expr.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/json_depth.hpp"
+#include "tiletune/macro_name.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune {
 
@@ -1277,6 +1279,7 @@ std::vector<Param> read_parameters(const Doc& d, const json& space) {
     if (!is_identifier(param.name))
       d.fail(field + ".Name",
              "'" + shown(param.name) + "' is not an identifier (tiletune defines each parameter as a macro)");
+    if (const std::string why = macro_name_problem(param.name); !why.empty()) d.fail(field + ".Name", why);
     if (param.name == kDeviceCcVar || param.name == kDeviceSmsVar)
       d.fail(field + ".Name", "'" + param.name + "' is reserved in tiletune for the device's " +
                                   (param.name == kDeviceCcVar ? "compute capability" : "SM count"));
@@ -1630,8 +1633,8 @@ std::vector<std::string> kernel_tuner_defines(const std::string& source, const s
   return out;
 }
 
-// A file's bytes; throws T1Error naming the file when it is no regular file, larger than `limit` or
-// unreadable.
+// A file's bytes; throws T1Error naming the file when it is no regular file, larger than `limit`, empty or
+// unreadable. Read in blocks, so that a read that fails half-way is an error rather than a short text.
 std::string read_limited(const std::filesystem::path& path, std::uintmax_t limit) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw T1Error(path.string() + " is not a regular file");
@@ -1639,9 +1642,17 @@ std::string read_limited(const std::filesystem::path& path, std::uintmax_t limit
     throw T1Error(path.string() + " is larger than " + std::to_string(limit >> 20) + " MB");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw T1Error("cannot read " + path.string());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  std::string bytes;
+  std::vector<char> block(1 << 16);
+  while (in && bytes.size() <= limit) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    bytes.append(block.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) throw T1Error("cannot read " + path.string() + ": the read failed");
+  if (bytes.size() > limit)
+    throw T1Error(path.string() + " is larger than " + std::to_string(limit >> 20) + " MB");
+  if (bytes.empty()) throw T1Error(path.string() + " is empty");
+  return bytes;
 }
 
 }  // namespace
@@ -1672,6 +1683,7 @@ std::string translate_condition(
 T1Family translate_t1(const std::string& text, const std::filesystem::path& t1_path,
                       const std::string& name) {
   const Doc d(t1_path.string());
+  if (const std::string why = nul_byte_problem(text); !why.empty()) throw T1Error(d.file() + ": " + why);
   if (json_depth(text) > kMaxJsonDepth)
     throw T1Error(d.file() + ": nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json doc;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,11 +57,15 @@ struct KernelTunerTarget {
   std::optional<double> work;  // FLOPs or bytes of one run for this problem; nullopt: no metric
   DeviceRecord device;
   ProblemKey problem;
+  // Why the family's plan for this device and problem cannot run a configuration ("" when it can); an entry
+  // the cache calls ok but this refuses is imported as pruned with this reason. Empty: not checked.
+  std::function<std::string(const std::vector<std::pair<std::string, std::int64_t>>&)> plan_refuses;
 };
 
 // The export document (Store::import_json's format) holding the cache as one sweep of the target. Parameter
 // names must be the family's (one line naming the first that is not, or the first missing), and values must
-// be in the family's value lists. Throws StoreError ("import: ...").
+// be in the family's value lists; what target.plan_refuses refuses is not ok. Throws StoreError ("import:
+// ...").
 std::string kernel_tuner_import_document(const KernelTunerCache& cache, const KernelTunerTarget& target);
 
 // One stored sweep as a Kernel Tuner cache file (closed): ok results with time = median_ms, times = times_ms,

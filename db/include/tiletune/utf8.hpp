@@ -13,6 +13,14 @@ namespace tiletune {
 // The text up to its first newline: a long message (a compile log, a parser's report) as one line.
 inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// Why text from a file cannot be read as text ("" when it can): a NUL byte, at which JSON parsers stop, so
+// whatever follows it would be ignored without a word. "holds a NUL byte at offset 12".
+inline std::string nul_byte_problem(std::string_view text) {
+  const std::size_t at = text.find('\0');
+  if (at == std::string_view::npos) return "";
+  return "holds a NUL byte at offset " + std::to_string(at) + " (text has none)";
+}
+
 // The length of the valid UTF-8 sequence at text[i], or 0 when the bytes there are not one.
 inline std::size_t utf8_sequence(std::string_view text, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
@@ -56,20 +64,36 @@ inline std::string replace_invalid_utf8(std::string_view text) {
 }
 
 // For a terminal: valid UTF-8, and control characters other than newline and tab written as \xNN.
-inline std::string printable(std::string_view text) {
+// C1 control characters (U+0080 to U+009F, "\xC2\x80" to "\xC2\x9F" in UTF-8) are escaped as \u0080 to
+// \u009f: a terminal takes some of them as ESC sequences (U+009B is CSI). keep_lines = false escapes newlines
+// and tabs too (\n, \t), so that the text is one line.
+inline std::string printable(std::string_view text, bool keep_lines = true) {
+  static const char* hex = "0123456789abcdef";
+  const std::string valid = replace_invalid_utf8(text);
   std::string out;
-  for (const char c : replace_invalid_utf8(text)) {
-    const auto u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7F) {
-      static const char* hex = "0123456789abcdef";
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    const auto u = static_cast<unsigned char>(valid[i]);
+    if (keep_lines && (u == '\n' || u == '\t')) {
+      out += valid[i];
+    } else if (u == '\n' || u == '\t') {
+      out += u == '\n' ? "\\n" : "\\t";
+    } else if (u < 0x20 || u == 0x7F) {
       out += "\\x";
       out += hex[u >> 4];
       out += hex[u & 15];
+    } else if (u == 0xC2 && i + 1 < valid.size() && static_cast<unsigned char>(valid[i + 1]) < 0xA0) {
+      const auto c1 = static_cast<unsigned char>(valid[++i]);  // 0x80 to 0x9F: valid UTF-8 makes it one
+      out += "\\u00";
+      out += hex[c1 >> 4];
+      out += hex[c1 & 15];
     } else {
-      out += c;
+      out += valid[i];
     }
   }
   return out;
 }
+
+// The text as one line a terminal shows as it is: every control character escaped, newlines included.
+inline std::string printable_line(std::string_view text) { return printable(text, false); }
 
 }  // namespace tiletune

@@ -52,6 +52,10 @@ const std::string& nvrtc_unavailable();
 // Whether this NVRTC keeps its own compile cache (12.9 and later); tiletune turns it off with --no-cache.
 bool nvrtc_has_own_cache();
 
+// A compile log as text: the NUL bytes with which NVRTC joins its log and ptxas's become line breaks, and
+// the blank lines they leave at its start go.
+std::string readable_log(std::string log);
+
 // Parses ptxas's "-v" lines for one kernel out of an NVRTC log; `kernel` is its lowered name, as ptxas
 // reports it. A kernel the log does not report gets zeros (unknown), never another kernel's usage.
 ResourceUsage parse_ptxas_usage(const std::string& log, const std::string& kernel);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,11 @@ std::string scalar_type_name(ElementType t);
 std::optional<ElementType> scalar_type_from_string(std::string_view name);
 
 std::size_t size_of(ElementType t);
+// Whether an integer value keeps its value as this type: int and the other integer types wrap outside their
+// range; float and double hold every 64-bit integer's magnitude.
+bool holds_integer(ElementType t, std::int64_t value);
+// The range an integer type holds, as errors quote it: "[-2147483648, 2147483647]".
+std::string integer_range_text(ElementType t);
 bool is_floating(ElementType t);
 // The C++ spelling in CUDA source (e.g. __half, unsigned char).
 std::string cuda_type_name(ElementType t);

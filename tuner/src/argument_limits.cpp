@@ -1,0 +1,72 @@
+#include "argument_limits.hpp"
+
+namespace tiletune {
+
+namespace {
+
+std::string range_problem(const std::string& what, ElementType type, std::int64_t value) {
+  if (holds_integer(type, value)) return "";
+  return what + " = " + std::to_string(value) + " does not fit " + scalar_type_name(type) + " " +
+         integer_range_text(type);
+}
+
+// Bytes of `count` elements of `type`, added to `total` (128 bits hold any sum of a few); false when
+// negative.
+bool add_bytes(unsigned __int128& total, std::int64_t count, ElementType type) {
+  if (count < 0) return false;
+  total += static_cast<unsigned __int128>(count) * size_of(type);
+  return true;
+}
+
+std::string to_text(unsigned __int128 v) {
+  std::string out;
+  do {
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v);
+  return out;
+}
+
+}  // namespace
+
+std::string scalar_range_problem(const KernelFamily& family, const Vars& vars) {
+  for (const auto& a : family.arguments) {
+    if (a.kind != ArgKind::scalar || a.real) continue;
+    if (auto why = range_problem("scalar " + a.name, a.type, a.value.eval(vars)); !why.empty()) return why;
+  }
+  for (const auto& a : family.reference.kernel.arguments) {
+    if (!a.name.empty()) continue;  // the family's own argument, checked above
+    if (auto why = range_problem("reference scalar", a.scalar, a.value.eval(vars)); !why.empty()) return why;
+  }
+  return "";
+}
+
+std::string memory_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device) {
+  unsigned __int128 total = 0;
+  for (const auto& a : family.arguments) {
+    if (a.kind != ArgKind::buffer) continue;
+    const std::int64_t count = a.count.eval(vars);
+    if (!add_bytes(total, count, a.type))
+      return "memory: buffer " + a.name + " has " + std::to_string(count) + " elements";
+  }
+  for (const auto& c : family.constants) {
+    const std::int64_t count = c.count.eval(vars);
+    if (!add_bytes(total, count, c.type))
+      return "memory: constant " + c.name + " has " + std::to_string(count) + " elements";
+  }
+  if (device.global_memory_bytes <= 0 || total <= static_cast<unsigned __int128>(device.global_memory_bytes))
+    return "";
+  return "memory: buffers need " + to_text(total) + " bytes, more than the device's " +
+         std::to_string(device.global_memory_bytes);
+}
+
+std::string argument_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device) {
+  try {
+    if (auto why = scalar_range_problem(family, vars); !why.empty()) return why;
+    return memory_problem(family, vars, device);
+  } catch (const ExprError& e) {
+    return std::string("arguments: ") + e.what();
+  }
+}
+
+}  // namespace tiletune
