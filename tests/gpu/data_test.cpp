@@ -8,30 +8,13 @@
 #include <sstream>
 
 #include "../test_paths.hpp"
+#include "require_gpu.hpp"
 #include "tiletune/sweep.hpp"
 
 using namespace tiletune;
 using tiletune::test::TempDir;
 
 namespace {
-
-std::string no_gpu_reason() {
-  static const std::string reason = [] {
-    WorkerProcess w(0);
-    try {
-      worker_device(w);
-      return std::string();
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-  }();
-  return reason;
-}
-
-#define REQUIRE_GPU()                                              \
-  do {                                                             \
-    if (!no_gpu_reason().empty()) GTEST_SKIP() << no_gpu_reason(); \
-  } while (0)
 
 void write(const std::filesystem::path& p, const std::string& bytes) {
   std::filesystem::create_directories(p.parent_path());

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "../test_paths.hpp"
+#include "require_gpu.hpp"
 #include "tiletune/bench.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/sweep.hpp"
@@ -19,25 +20,6 @@ using namespace tiletune;
 using tiletune::test::TempDir;
 
 namespace {
-
-// Asks a throwaway worker (never this process: it must not own a CUDA context) whether a GPU is there.
-std::string gpu_missing_reason() {
-  static const std::string reason = [] {
-    WorkerProcess w(0);
-    try {
-      worker_device(w);
-      return std::string();
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-  }();
-  return reason;
-}
-
-#define REQUIRE_GPU()                                                        \
-  do {                                                                       \
-    if (!gpu_missing_reason().empty()) GTEST_SKIP() << gpu_missing_reason(); \
-  } while (0)
 
 std::vector<KernelFamily> all_families() {
   return load_families({tiletune::test::templates_dir(), tiletune::test::fixtures_dir() / "families"});

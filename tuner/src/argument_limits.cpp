@@ -18,7 +18,9 @@ bool add_bytes(unsigned __int128& total, std::int64_t count, ElementType type) {
   return true;
 }
 
-std::string to_text(unsigned __int128 v) {
+}  // namespace
+
+std::string decimal_text(unsigned __int128 v) {
   std::string out;
   do {
     out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
@@ -26,8 +28,6 @@ std::string to_text(unsigned __int128 v) {
   } while (v);
   return out;
 }
-
-}  // namespace
 
 std::string scalar_range_problem(const KernelFamily& family, const Vars& vars) {
   for (const auto& a : family.arguments) {
@@ -56,7 +56,7 @@ std::string memory_problem(const KernelFamily& family, const Vars& vars, const D
   }
   if (device.global_memory_bytes <= 0 || total <= static_cast<unsigned __int128>(device.global_memory_bytes))
     return "";
-  return "memory: buffers need " + to_text(total) + " bytes, more than the device's " +
+  return "memory: buffers need " + decimal_text(total) + " bytes, more than the device's " +
          std::to_string(device.global_memory_bytes);
 }
 

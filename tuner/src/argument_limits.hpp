@@ -19,6 +19,9 @@ std::string scalar_range_problem(const KernelFamily& family, const Vars& vars);
 // 85899345920". Throws ExprError.
 std::string memory_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device);
 
+// A 128-bit byte count or stride in decimal: sizes are computed in 128 bits so that no product overflows.
+std::string decimal_text(unsigned __int128 v);
+
 // The first of the two above, or "arguments: " and the expression's error when one cannot be evaluated.
 std::string argument_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device);
 

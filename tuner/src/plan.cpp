@@ -61,15 +61,6 @@ std::string cluster_problem(const LaunchGeometry& launch, const DeviceLimits& de
 
 using u128 = unsigned __int128;
 
-std::string to_text(u128 v) {
-  std::string out;
-  do {
-    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
-    v /= 10;
-  } while (v);
-  return out;
-}
-
 // Evaluates one tensor map into `out` and checks it against cuTensorMapEncodeTiled's rules and against its
 // buffer's size; returns why it cannot be encoded or used ("" when it can). Throws ExprError.
 std::string tensor_map_problem(const KernelFamily& family, const Argument& arg, const Vars& vars,
@@ -101,9 +92,10 @@ std::string tensor_map_problem(const KernelFamily& family, const Argument& arg, 
       stride = static_cast<u128>(s);
     }
     if (stride >= static_cast<u128>(kMaxStride))
-      return "stride " + to_text(stride) + which + " is not below 2^40";
+      return "stride " + decimal_text(stride) + which + " is not below 2^40";
     if (stride % 16 != 0)
-      return "stride " + to_text(stride) + which + " is not a multiple of 16: TMA needs 16-byte aligned rows";
+      return "stride " + decimal_text(stride) + which +
+             " is not a multiple of 16: TMA needs 16-byte aligned rows";
     out.strides.push_back(static_cast<std::uint64_t>(stride));
     packed = stride * out.dims[i];  // below 2^72: no overflow
   }
@@ -135,8 +127,8 @@ std::string tensor_map_problem(const KernelFamily& family, const Argument& arg, 
   const u128 holds =
       static_cast<u128>(std::max<std::int64_t>(count, 0)) * size_of(buffer ? buffer->type : m.element);
   if (reach > holds)
-    return "reaches " + to_text(reach) + " bytes into " + m.buffer + ", which holds " + to_text(holds) +
-           ": TMA would touch memory outside the buffer";
+    return "reaches " + decimal_text(reach) + " bytes into " + m.buffer + ", which holds " +
+           decimal_text(holds) + ": TMA would touch memory outside the buffer";
   return "";
 }
 
