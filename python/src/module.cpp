@@ -236,18 +236,19 @@ NB_MODULE(_tiletune, m) {
           "__init__",
           [](runtime::Runtime* self, const std::filesystem::path& database,
              const std::vector<std::filesystem::path>& families, const std::filesystem::path& cache,
-             const std::filesystem::path& bundle, const std::filesystem::path& capture) {
+             const std::filesystem::path& bundle, const std::filesystem::path& capture, bool capture_inputs) {
             runtime::RuntimeOptions o;
             o.database = database;
             o.family_roots = families;
             o.cache = cache;
             o.bundle = bundle;
             o.capture = capture;
+            o.capture_inputs = capture_inputs;
             new (self) runtime::Runtime(o);
           },
           "database"_a = "tiletune.db", "families"_a = std::vector<std::filesystem::path>{},
           "cache"_a = std::filesystem::path(), "bundle"_a = std::filesystem::path(),
-          "capture"_a = std::filesystem::path())
+          "capture"_a = std::filesystem::path(), "capture_inputs"_a = false)
       .def("kernel", &runtime::Runtime::kernel, "family"_a, "size"_a, "args"_a = "",
            nb::rv_policy::reference_internal, nb::call_guard<nb::gil_scoped_release>());
 }

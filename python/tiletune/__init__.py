@@ -268,7 +268,9 @@ class Runtime:
     cache: the compile cache the sweeps used (default: $TILETUNE_CACHE, else ~/.cache/tiletune).
     bundle: a bundle folder; then no database is read and nothing is compiled.
     capture: a file to record each problem served without an exact match in, once each, for
-    ``tiletune sweep --captured`` (default: $TILETUNE_CAPTURE; "1" there means DATABASE.capture.jsonl)."""
+    ``tiletune sweep --captured`` (default: $TILETUNE_CAPTURE; "1" there means DATABASE.capture.jsonl).
+    capture_inputs: also save the inputs of each newly captured problem's first launch as .npy files beside
+    the capture file, for the sweep to tune on (default: $TILETUNE_CAPTURE_INPUTS=1)."""
 
     def __init__(
         self,
@@ -277,6 +279,7 @@ class Runtime:
         cache: Optional[PathLike] = None,
         bundle: Optional[PathLike] = None,
         capture: Optional[PathLike] = None,
+        capture_inputs: bool = False,
     ) -> None:
         self._native = _tiletune.Runtime(
             os.fspath(database),
@@ -284,6 +287,7 @@ class Runtime:
             os.fspath(cache) if cache is not None else "",
             os.fspath(bundle) if bundle is not None else "",
             os.fspath(capture) if capture is not None else "",
+            bool(capture_inputs),
         )
 
     def kernel(self, family: str, size: str, args: str = "") -> Kernel:

@@ -550,6 +550,40 @@ TEST(Cli, CapturedAndInputFilesAreCheckedBeforeAnything) {
   EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db"));
 }
 
+// sweep --captured refuses a saved input that is missing, malformed or names no input, in one line naming the
+// capture file, its line and the field, before any GPU or database is touched.
+TEST(Cli, CapturedSavedInputsAreCheckedBeforeAnything) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path / "c.jsonl.inputs" / "p");
+  std::ofstream(dir.path / "c.jsonl.inputs" / "p" / "bad.npy") << "abc";
+  std::ofstream(dir.path / "c.jsonl.inputs" / "p" / "values.bin") << "abcdefgh";
+  const auto capture = [&](const std::string& name, const std::string& inputs) {
+    std::ofstream(dir.path / name) << "{\"tiletune_capture\": 1}\n"
+                                   << "{\"family\": \"spmv_csr\", \"device\": \"X\", \"size\": \"8x8x8\", "
+                                   << "\"inputs\": " << inputs << "}\n";
+  };
+  capture("missing.jsonl", "{\"values\": \"c.jsonl.inputs/p/gone.npy\"}");
+  capture("bad.jsonl", "{\"values\": \"c.jsonl.inputs/p/bad.npy\"}");
+  capture("name.jsonl", "{\"nothing\": \"c.jsonl.inputs/p/values.bin\"}");
+  capture("abs.jsonl", "{\"values\": \"/c.jsonl.inputs/p/values.bin\"}");
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"sweep --captured missing.jsonl", "missing.jsonl: line 2: field 'inputs.values': "},
+      {"sweep --captured bad.jsonl", "bad.jsonl: line 2: field 'inputs.values': "},
+      {"sweep --captured name.jsonl", "name.jsonl: line 2: field 'inputs.nothing': "},
+      {"sweep --captured abs.jsonl", "abs.jsonl: line 2: field 'inputs.values' must be a path relative"},
+  };
+  for (const auto& c : cases) {
+    const CmdResult r = tiletune_cmd(c.args, dir);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_EQ(lines(r.err), 1) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+  }
+  EXPECT_NE(tiletune_cmd("sweep --captured missing.jsonl", dir).err.find("gone.npy"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db"));
+}
+
 // Arguments echoed in errors and in query's not-found line reach the terminal as one line, with newlines,
 // ESC, BEL, DEL and C1 control characters (U+009B is a terminal's CSI) escaped.
 TEST(Cli, EchoedArgumentsAreOneLineWithControlCharactersEscaped) {

@@ -1,9 +1,11 @@
 // libFuzzer target: the capture file (`tiletune sweep --captured`). Reads the bytes as a capture file; what
-// loads is appended to by a CaptureWriter and must read back with the same problems plus the new one. The
+// loads is appended to by a CaptureWriter and must read back with the same problems plus the new one, its
+// saved inputs included. The
 // only acceptable failure is a CaptureError with a one-line message.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "fuzz_support.hpp"
@@ -15,8 +17,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto read = tiletune::read_capture(path);
     tiletune::CaptureWriter w(path);
-    const bool wrote = w.record({"fuzz_family", "GPU", "sm_90", "7x7", "", "not_found", "", 0});
-    if (tiletune::read_capture(path).size() != read.size() + (wrote ? 1 : 0)) {
+    const std::map<std::string, std::string> inputs = {{"x", "capture.jsonl.inputs/f-0/x.npy"}};
+    const bool wrote = w.record({"fuzz_family", "GPU", "sm_90", "7x7", "", "not_found", "", 0, inputs});
+    const auto again = tiletune::read_capture(path);
+    if (again.size() != read.size() + (wrote ? 1 : 0) || (wrote && again.back().inputs != inputs)) {
       std::fprintf(stderr, "a recorded problem did not read back\n");
       std::abort();
     }

@@ -15,6 +15,8 @@
 
 #include "../test_paths.hpp"
 #include "tiletune/capture.hpp"
+#include "tiletune/family.hpp"
+#include "tiletune/input_file.hpp"
 #include "tiletune/store.hpp"
 
 using namespace tiletune;
@@ -255,4 +257,64 @@ TEST(Runtime, CapturedProblemsAreTunedAndThenMatchExactly) {
     EXPECT_EQ(k.match(), Match::exact) << size << ": " << k.message();
   }
   EXPECT_EQ(read_capture(capture).size(), 2u) << "exact matches are not captured";
+}
+
+// With capture_inputs, the first launch of a new problem saves its inputs (A and B, not the output C) as
+// .npy files that hold exactly what the application gave; sweep --captured tunes on them (its sweep carries
+// their data's template hash, not the family's own), and the next run gets exact matches.
+TEST(Runtime, CapturedInputsAreSavedAndTheSweepIsKeyedToThem) {
+  if (const std::string why = gpu_missing(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const auto db = dir.path / "app.db", cache = dir.path / "cache", capture = dir.path / "app.capture.jsonl";
+  const std::string bin =
+      "TILETUNE_CACHE='" + cache.string() + "' '" + test::tiletune_binary().string() + "' ";
+  const std::string log = " >> '" + (dir.path / "sweep.log").string() + "' 2>&1";
+  ASSERT_EQ(run(bin + "sweep --family gemm_tiled --size 1000x1000x777 --strategy random --budget 4 --db '" +
+                db.string() + "'" + log),
+            0);
+  std::vector<float> a(300 * 100), b(100 * 200);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 17) - 8;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * static_cast<float>(i % 5);
+  {
+    runtime::Runtime rt({db, {}, cache, {}, capture, true});
+    rt.kernel("gemm_tiled", "512x512x512");  // asked for, never launched: recorded without inputs
+    const runtime::Kernel& k = rt.kernel("gemm_tiled", "300x200x100");
+    ASSERT_EQ(k.match(), Match::nearest_size);
+    DeviceArray da(a.size()), dbuf(b.size()), dc(300 * 200);
+    ASSERT_EQ(cudaMemcpy(da.p, a.data(), a.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dbuf.p, b.data(), b.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    for (int twice = 0; twice < 2; ++twice) k.launch({{"A", da.p}, {"B", dbuf.p}, {"C", dc.p}});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  const auto captured = read_capture(capture);
+  ASSERT_EQ(captured.size(), 2u);
+  const CapturedProblem& p = captured[1].size == "300x200x100" ? captured[1] : captured[0];
+  EXPECT_TRUE((captured[1].size == "300x200x100" ? captured[0] : captured[1]).inputs.empty());
+  ASSERT_EQ(p.inputs.size(), 2u) << "A and B, not the output C";
+  const auto saved = [&](const std::string& name) {
+    const auto file = capture.parent_path() / p.inputs.at(name);
+    const InputLayout layout = inspect_input(file, InputFormat::npy, ElementType::f32, std::nullopt);
+    std::vector<float> out;
+    stream_input(file, layout, ElementType::f32, 1 << 16, [&](const char* d, std::size_t n) {
+      out.insert(out.end(), reinterpret_cast<const float*>(d), reinterpret_cast<const float*>(d + n));
+    });
+    return out;
+  };
+  EXPECT_EQ(saved("A"), a);
+  EXPECT_EQ(saved("B"), b);
+  ASSERT_EQ(run(bin + "sweep --captured '" + capture.string() + "' --strategy random --budget 4 --db '" +
+                db.string() + "'" + log),
+            0);
+  auto families = load_families({builtin_templates_dir()});
+  KernelFamily filled = find_family(families, "gemm_tiled");
+  for (const auto& [name, file] : p.inputs) use_input_file(filled, name, capture.parent_path() / file);
+  const Store store = Store::open(db, Store::Mode::read_only);
+  const auto best = store.best("gemm_tiled", p.device, ProblemKey{{300, 200, 100}, {}});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(store.sweep(best->sweep_id)->template_hash, filled.template_hash);
+  EXPECT_NE(filled.template_hash, find_family(families, "gemm_tiled").template_hash);
+  runtime::Runtime again({db, {}, cache, {}, capture});
+  const runtime::Kernel& k = again.kernel("gemm_tiled", "300x200x100");
+  EXPECT_EQ(k.match(), Match::exact) << k.message();
+  EXPECT_EQ(k.params(), best->record.params);
 }

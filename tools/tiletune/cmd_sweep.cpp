@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <deque>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -161,10 +162,30 @@ void print_overall(std::size_t done, std::size_t total, double spent, double pla
   std::cout << "\n";
 }
 
-// The problems of a capture file, each once, for the families loaded; a family not loaded or a problem it
-// refuses is one line naming the file and the line.
+// A copy of `family` filled from a captured problem's saved inputs (paths relative to the capture file's
+// folder); a missing or malformed file is one line naming the capture file, its line and the field.
+KernelFamily with_saved_inputs(const KernelFamily& family, const CapturedProblem& p, const std::string& path,
+                               const std::string& where) {
+  KernelFamily copy = family;
+  for (const auto& [name, file] : p.inputs) {
+    try {
+      use_input_file(copy, name, std::filesystem::path(path).parent_path() / file);
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      const std::string prefix = "--input " + name + ": ";
+      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+      throw CaptureError(where + "field 'inputs." + name + "': " + why);
+    }
+  }
+  return copy;
+}
+
+// The problems of a capture file, each once, for the families loaded, with their saved inputs where the file
+// has them (those families' copies are kept in `filled`); a family not loaded, a problem it refuses or a bad
+// saved input is one line naming the file and the line.
 std::vector<std::pair<const KernelFamily*, ProblemKey>> captured_work(const std::vector<KernelFamily>& fams,
-                                                                      const std::string& path) {
+                                                                      const std::string& path,
+                                                                      std::deque<KernelFamily>& filled) {
   std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
   for (const CapturedProblem& p : read_capture(path)) {
     const std::string where = path + ": line " + std::to_string(p.line) + ": ";
@@ -177,9 +198,13 @@ std::vector<std::pair<const KernelFamily*, ProblemKey>> captured_work(const std:
     } catch (const std::exception& e) {
       throw CaptureError(where + e.what());
     }
-    const bool seen = std::any_of(work.begin(), work.end(),
-                                  [&](const auto& w) { return w.first == &*it && w.second == problem; });
-    if (!seen) work.emplace_back(&*it, problem);
+    const bool seen = std::any_of(work.begin(), work.end(), [&](const auto& w) {
+      return w.first->name == p.family && w.second == problem;
+    });
+    if (seen) continue;
+    const KernelFamily* family = &*it;
+    if (!p.inputs.empty()) family = &filled.emplace_back(with_saved_inputs(*it, p, path, where));
+    work.emplace_back(family, problem);
   }
   if (work.empty()) throw CaptureError(path + ": holds no problem to tune");
   return work;
@@ -268,8 +293,9 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (vm.count("input"))
     use_input_files(fams, "sweep", c.family, vm["input"].as<std::vector<std::string>>(), false);
   std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
+  std::deque<KernelFamily> filled;  // families filled from a capture's saved inputs
   if (!captured.empty()) {
-    work = captured_work(fams, captured);
+    work = captured_work(fams, captured, filled);
   } else if (!main_job) {
     const KernelFamily& f = find_family(fams, c.family);
     work.emplace_back(&f, problem_for(f, c));

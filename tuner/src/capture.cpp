@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tiletune/family.hpp"
 #include "tiletune/records.hpp"
 
 namespace tiletune {
@@ -24,6 +25,31 @@ json parse_json(const std::string& text) {
   }
 }
 
+// A name from the file as an error shows it: one short line.
+std::string shown(const std::string& name) {
+  std::string out = name.substr(0, 64);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+// "inputs": buffer names to paths relative to the capture file's folder.
+std::map<std::string, std::string> parse_inputs(const std::string& where, const json& j) {
+  std::map<std::string, std::string> out;
+  if (!j.contains("inputs")) return out;
+  if (!j.at("inputs").is_object()) throw CaptureError(where + ": field 'inputs' must be an object");
+  for (const auto& [name, value] : j.at("inputs").items()) {
+    const std::string field = where + ": field 'inputs." + shown(name) + "'";
+    if (name.empty()) throw CaptureError(where + ": field 'inputs' names an empty buffer");
+    if (!value.is_string() || value.get<std::string>().empty())
+      throw CaptureError(field + " must be a non-empty path");
+    if (std::filesystem::path(value.get<std::string>()).is_absolute())
+      throw CaptureError(field + " must be a path relative to the capture file's folder");
+    out[name] = value.get<std::string>();
+  }
+  return out;
+}
+
 CapturedProblem parse_line(const std::string& where, const std::string& text) {
   const json j = parse_json(text);
   if (!j.is_object()) throw CaptureError(where + ": not a JSON object");
@@ -36,7 +62,8 @@ CapturedProblem parse_line(const std::string& where, const std::string& text) {
     return j.at(key).get<std::string>();
   };
   CapturedProblem p{field("family", true), field("device", true), field("arch", false),   field("size", true),
-                    field("args", false),  field("match", false), field("served", false), 0};
+                    field("args", false),  field("match", false), field("served", false), 0,
+                    parse_inputs(where, j)};
   try {
     parse_size_text(p.size);
     parse_args_text(p.args);
@@ -75,8 +102,7 @@ std::vector<CapturedProblem> read_capture(const std::filesystem::path& path) {
 
 CaptureWriter::CaptureWriter(std::filesystem::path path) : path_(std::move(path)) {}
 
-bool CaptureWriter::record(const CapturedProblem& p) {
-  std::lock_guard lock(mutex_);
+void CaptureWriter::load() {
   if (!loaded_) {
     std::error_code ec;
     if (std::filesystem::exists(path_, ec)) {
@@ -92,14 +118,35 @@ bool CaptureWriter::record(const CapturedProblem& p) {
     }
     loaded_ = true;
   }
+}
+
+bool CaptureWriter::contains(const CapturedProblem& p) {
+  std::lock_guard lock(mutex_);
+  load();
+  return seen_.count({p.family, p.device, p.size, p.args}) > 0;
+}
+
+bool CaptureWriter::record(const CapturedProblem& p) {
+  std::lock_guard lock(mutex_);
+  load();
   if (!seen_.insert({p.family, p.device, p.size, p.args}).second) return false;
+  json line{{"family", p.family}, {"device", p.device}, {"arch", p.arch},    {"size", p.size},
+            {"args", p.args},     {"match", p.match},   {"served", p.served}};
+  if (!p.inputs.empty()) line["inputs"] = p.inputs;
   std::ofstream out(path_, std::ios::app);
-  out << json{{"family", p.family}, {"device", p.device}, {"arch", p.arch},    {"size", p.size},
-              {"args", p.args},     {"match", p.match},   {"served", p.served}}
-             .dump()
-      << "\n";
+  out << line.dump() << "\n";
   if (!out) throw CaptureError(path_.string() + ": cannot write");
   return true;
+}
+
+std::filesystem::path capture_inputs_dir(const std::filesystem::path& capture, const CapturedProblem& p) {
+  return std::filesystem::path(capture.filename().string() + ".inputs") /
+         (p.family + "-" + content_hash(p.device + '\0' + p.size + '\0' + p.args));
+}
+
+bool capture_inputs_enabled(bool option) {
+  const char* env = std::getenv("TILETUNE_CAPTURE_INPUTS");
+  return option || (env && std::string(env) == "1");
 }
 
 std::filesystem::path capture_path(const std::filesystem::path& option,

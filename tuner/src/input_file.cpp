@@ -39,6 +39,30 @@ std::optional<ElementType> type_of_descr(const std::string& descr) {
   return std::nullopt;
 }
 
+// The numpy type string of an element type; empty for bfloat16, which numpy lacks.
+std::string descr_of(ElementType type) {
+  switch (type) {
+    case ElementType::f32:
+      return "<f4";
+    case ElementType::f64:
+      return "<f8";
+    case ElementType::f16:
+      return "<f2";
+    case ElementType::i8:
+      return "|i1";
+    case ElementType::u8:
+      return "|u1";
+    case ElementType::i32:
+      return "<i4";
+    case ElementType::u32:
+      return "<u4";
+    case ElementType::i64:
+      return "<i8";
+    default:
+      return "";
+  }
+}
+
 // A cursor over the header's Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (3,), }
 class HeaderText {
  public:
@@ -262,6 +286,24 @@ std::string file_content_hash(const std::filesystem::path& path) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
+}
+
+std::string input_file_extension(ElementType type) { return descr_of(type).empty() ? ".bin" : ".npy"; }
+
+void write_input_file(const std::filesystem::path& path, ElementType type, const void* data,
+                      std::uint64_t count) {
+  std::ofstream out(path, std::ios::binary);
+  const std::string descr = descr_of(type);
+  if (!descr.empty()) {
+    std::string header =
+        "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(count) + ",), }";
+    header.append(63 - (10 + header.size()) % 64, ' ') += '\n';  // the data starts 64-byte aligned
+    const auto length = static_cast<std::uint16_t>(header.size());
+    out << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(length & 0xff)
+        << static_cast<char>(length >> 8) << header;
+  }
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(count * size_of(type)));
+  if (!out) throw InputFileError(path.string() + ": cannot write");
 }
 
 }  // namespace tiletune

@@ -13,6 +13,7 @@
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
+#include "tiletune/input_file.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/store.hpp"
 #include "tiletune/utf8.hpp"
@@ -74,8 +75,86 @@ struct Kernel::TensorMaps {
   }
 };
 
+struct Kernel::PendingCapture {
+  CaptureWriter* writer = nullptr;
+  CapturedProblem problem;
+  std::once_flag once;
+  bool done = false;
+};
+
 Kernel::~Kernel() {
+  // A problem asked for and never launched is still recorded, without inputs.
+  if (pending_capture_ && !pending_capture_->done) {
+    try {
+      pending_capture_->writer->record(pending_capture_->problem);
+    } catch (const CaptureError&) {  // a destructor has no one to tell
+    }
+  }
   if (library_) cudaLibraryUnload(library_);
+}
+
+namespace {
+
+// `bytes` bytes of device memory, copied to the host once what is queued on `stream` has run.
+std::vector<char> copy_to_host(const void* device, std::size_t bytes, cudaStream_t stream,
+                               const std::string& what) {
+  std::vector<char> host(bytes);
+  check(cudaStreamSynchronize(stream), what);
+  check(cudaMemcpy(host.data(), device, bytes, cudaMemcpyDeviceToHost), what);
+  return host;
+}
+
+// Saves one input under `dir` (relative to the capture file's folder) and names it in the capture line.
+void save_input(const BufferInfo& b, const std::vector<char>& host, const std::filesystem::path& folder,
+                const std::filesystem::path& dir, CapturedProblem& line) {
+  const auto type = element_type_from_string(b.type);
+  if (!type)
+    throw RuntimeError("capture: buffer '" + b.name + "' has type " + b.type + ", which is not saved");
+  const std::filesystem::path file = dir / (b.name + input_file_extension(*type));
+  try {
+    write_input_file(folder / file, *type, host.data(), b.count);
+  } catch (const InputFileError& e) {
+    throw RuntimeError(std::string("capture: ") + e.what());
+  }
+  line.inputs[b.name] = file.generic_string();
+}
+
+}  // namespace
+
+// The first launch of a newly captured problem: its inputs as given (before the kernel writes the inout ones)
+// go to .npy files beside the capture file, then its line, naming them.
+void Kernel::save_capture(const std::vector<void*>& buffers, cudaStream_t stream) const {
+  PendingCapture& pending = *pending_capture_;
+  CapturedProblem line = pending.problem;
+  const std::filesystem::path folder = pending.writer->path().parent_path();
+  const std::filesystem::path dir = capture_inputs_dir(pending.writer->path(), line);
+  std::error_code ec;
+  std::filesystem::create_directories(folder / dir, ec);
+  if (ec)
+    throw RuntimeError("capture: " + (folder / dir).string() + ": cannot create (" + ec.message() + ")");
+  for (std::size_t i = 0; i < buffer_info_.size(); ++i) {
+    const BufferInfo& b = buffer_info_[i];
+    if (b.role == "output") continue;
+    save_input(b,
+               copy_to_host(buffers[i], b.count * b.element_bytes, stream, family_ + ": capture " + b.name),
+               folder, dir, line);
+  }
+  for (const BufferInfo& c : constant_info_) {
+    void* symbol = nullptr;
+    std::size_t size = 0;
+    check(cudaLibraryGetGlobal(&symbol, &size, library_, c.name.c_str()), family_ + ": constant " + c.name);
+    const std::size_t bytes = std::min<std::size_t>(size, c.count * c.element_bytes);
+    BufferInfo whole = c;
+    whole.count = bytes / c.element_bytes;
+    save_input(whole, copy_to_host(symbol, bytes, stream, family_ + ": capture " + c.name), folder, dir,
+               line);
+  }
+  try {
+    pending.writer->record(line);
+  } catch (const CaptureError& e) {
+    throw RuntimeError(e.what());
+  }
+  pending.done = true;
 }
 
 void Kernel::launch(const std::vector<void*>& buffers, cudaStream_t stream) const {
@@ -90,6 +169,7 @@ void Kernel::launch(const std::vector<void*>& buffers, cudaStream_t stream) cons
                        (current < 0 ? std::string("unknown") : "GPU " + std::to_string(current)) +
                        ": make it current (cudaSetDevice) or ask the runtime for this GPU's kernel");
   }
+  if (pending_capture_) std::call_once(pending_capture_->once, [&] { save_capture(buffers, stream); });
   std::vector<std::uint64_t> storage(args_.size());
   std::vector<EncodedTensorMap> maps(tensor_maps_ ? tensor_maps_->maps.size() : 0);
   std::vector<void*> slots(args_.size());
@@ -151,32 +231,70 @@ struct Runtime::State {
   std::optional<Client> client;
   std::optional<Store> store;  // the same database, for the template check
   std::optional<Bundle> bundle;
+  std::unique_ptr<CaptureWriter> capture;  // null: capture is off (before the kernels, which may record)
+  bool capture_inputs = false;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;  // by device, family and problem
   std::map<int, DeviceLimits> devices;                     // by ordinal
-  std::unique_ptr<CaptureWriter> capture;                  // null: capture is off
 };
 
 Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
   state_->options = std::move(options);
   const auto path = capture_path(state_->options.capture, state_->options.database);
   if (!path.empty()) state_->capture = std::make_unique<CaptureWriter>(path);
+  state_->capture_inputs = capture_inputs_enabled(state_->options.capture_inputs);
 }
 
 namespace {
 
-// A problem served without an exact match goes to the capture file, once.
-void record_capture(CaptureWriter* capture, const Kernel& k, const std::string& family,
-                    const DeviceLimits& device, const ProblemKey& problem) {
+// The template hash of `family` filled from the inputs the capture file saved for this problem, which is the
+// one `sweep --captured` tuned it on; empty where none were saved or they cannot be read now.
+std::string captured_template_hash(const CaptureWriter* capture, const KernelFamily& family,
+                                   const std::string& device, const ProblemKey& problem) {
+  if (!capture) return {};
+  try {
+    for (const auto& p : read_capture(capture->path())) {
+      if (p.inputs.empty() || p.family != family.name || p.device != device ||
+          p.size != problem.size_text() || p.args != problem.args_text())
+        continue;
+      KernelFamily copy = family;
+      for (const auto& [name, file] : p.inputs)
+        use_input_file(copy, name, capture->path().parent_path() / file);
+      return copy.template_hash;
+    }
+  } catch (const std::exception&) {  // no capture file yet, or its inputs are gone: no such results then
+  }
+  return {};
+}
+
+}  // namespace
+
+// A problem served without an exact match goes to the capture file, once; with its inputs, its line waits for
+// the first launch.
+void Runtime::record_capture(Kernel& k, const std::string& family, const DeviceLimits& device,
+                             const ProblemKey& problem) {
+  CaptureWriter* capture = state_->capture.get();
   if (!capture || k.match() == Match::exact) return;
   try {
-    capture->record({family, device.name, device.arch(), problem.size_text(), problem.args_text(),
-                     std::string(to_string(k.match())), params_to_text(k.params()), 0});
+    CapturedProblem line{family,
+                         device.name,
+                         device.arch(),
+                         problem.size_text(),
+                         problem.args_text(),
+                         std::string(to_string(k.match())),
+                         params_to_text(k.params()),
+                         0,
+                         {}};
+    if (!state_->capture_inputs || capture->contains(line)) {
+      capture->record(line);
+      return;
+    }
+    k.pending_capture_ = std::make_unique<Kernel::PendingCapture>();
+    k.pending_capture_->writer = capture;
+    k.pending_capture_->problem = std::move(line);
   } catch (const CaptureError& e) {
     throw RuntimeError(e.what());
   }
 }
-
-}  // namespace
 
 Runtime::~Runtime() = default;
 
@@ -279,7 +397,9 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
         const Store& store = *st.store;
         const auto best = store.best(family_name, k->lookup_.device_name, k->lookup_.problem);
         const auto sweep = best ? store.sweep(best->sweep_id) : std::nullopt;
-        if (sweep && sweep->template_hash != family->template_hash) {
+        if (sweep && sweep->template_hash != family->template_hash &&
+            sweep->template_hash !=
+                captured_template_hash(st.capture.get(), *family, device.name, k->lookup_.problem)) {
           const auto current = best_with_template(store, family_name, k->lookup_.device_name,
                                                   k->lookup_.problem, family->template_hash);
           if (!current)
@@ -297,7 +417,7 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
       }
     }
   }
-  record_capture(st.capture.get(), *k, family_name, device, problem);
+  record_capture(*k, family_name, device, problem);
   const Params& params = k->lookup_.params;
   const std::string config = family_name + " " + params_to_text(params);
 

@@ -57,6 +57,13 @@ InputLayout inspect_input(const std::filesystem::path& path, InputFormat format,
 void stream_input(const std::filesystem::path& path, const InputLayout& layout, ElementType type,
                   std::size_t chunk_bytes, const std::function<void(const char*, std::size_t)>& sink);
 
+// Saves `count` elements as an input file that inspect_input reads back: .npy (version 1.0, C order, one
+// dimension) for the types NumPy has, raw little-endian for bfloat16; input_file_extension says which.
+// Throws InputFileError when the file cannot be written.
+std::string input_file_extension(ElementType type);  // ".npy" or ".bin"
+void write_input_file(const std::filesystem::path& path, ElementType type, const void* data,
+                      std::uint64_t count);
+
 // The content hash (FNV-1a 64-bit, hex, as content_hash) of a file's bytes, read in pieces.
 std::string file_content_hash(const std::filesystem::path& path);
 

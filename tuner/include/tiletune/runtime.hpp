@@ -21,6 +21,10 @@
 #include "tiletune/client.hpp"
 #include "tiletune/records.hpp"
 
+namespace tiletune {
+struct DeviceLimits;
+}
+
 namespace tiletune::runtime {
 
 // Every failure of the runtime: one line that says what and where (no GPU, an unknown family, a database
@@ -44,6 +48,11 @@ struct RuntimeOptions {
   // `tiletune sweep --captured`; empty: $TILETUNE_CAPTURE ("1": DATABASE.capture.jsonl beside the database,
   // else that path), and no capture where that is unset. Format: tiletune/capture.hpp.
   std::filesystem::path capture;
+  // With capture on, also save the input and inout buffers and __constant__ inputs of the first launch of
+  // each newly captured problem (copied from the GPU before the kernel runs) as .npy files in
+  // CAPTURE.inputs/, named in its capture line, for `sweep --captured` to tune on; false:
+  // $TILETUNE_CAPTURE_INPUTS=1 turns it on.
+  bool capture_inputs = false;
 };
 
 // One of the family's buffers, as its kernel expects it for the problem.
@@ -115,7 +124,9 @@ class Kernel {
     std::uint64_t bits = 0;
     int tensor_map = -1;  // >= 0: the tensor map of this index
   };
-  struct TensorMaps;  // the tensor maps' values and the maps encoded lately, behind a lock
+  struct TensorMaps;      // the tensor maps' values and the maps encoded lately, behind a lock
+  struct PendingCapture;  // the capture line the first launch writes, with the inputs it was given
+  void save_capture(const std::vector<void*>& buffers, cudaStream_t stream) const;
   std::string family_;
   ProblemKey problem_;
   Lookup lookup_;
@@ -127,7 +138,8 @@ class Kernel {
   std::array<unsigned, 3> grid_{1, 1, 1}, block_{1, 1, 1}, cluster_{1, 1, 1};
   std::size_t dynamic_smem_ = 0;
   std::vector<Arg> args_;
-  std::unique_ptr<TensorMaps> tensor_maps_;  // null: none
+  std::unique_ptr<TensorMaps> tensor_maps_;          // null: none
+  std::unique_ptr<PendingCapture> pending_capture_;  // null: nothing to capture at launch
   std::vector<std::string> buffer_names_, constant_names_;
   std::vector<BufferInfo> buffer_info_, constant_info_;
 };
@@ -147,6 +159,8 @@ class Runtime {
 
  private:
   struct State;
+  void record_capture(Kernel& k, const std::string& family, const DeviceLimits& device,
+                      const ProblemKey& problem);
   std::unique_ptr<State> state_;
 };
 
