@@ -9,8 +9,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "../../tuner/src/requests.hpp"
 #include "../test_paths.hpp"
+#include "requests.hpp"
 #include "tiletune/plan.hpp"
 
 using namespace tiletune;

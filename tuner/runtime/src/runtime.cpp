@@ -5,17 +5,17 @@
 #include <cstring>
 #include <utility>
 
-#include "cluster_launch.hpp"
 #include "requests.hpp"
-#include "tensor_map.hpp"
 #include "tiletune/bundle.hpp"
 #include "tiletune/capture.hpp"
+#include "tiletune/cluster_launch.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/input_file.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/store.hpp"
+#include "tiletune/tensor_map.hpp"
 #include "tiletune/utf8.hpp"
 
 namespace tiletune::runtime {

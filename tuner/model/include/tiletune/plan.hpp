@@ -14,8 +14,8 @@
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/occupancy.hpp"
+#include "tiletune/results.hpp"
 #include "tiletune/shard.hpp"
-#include "tiletune/store.hpp"
 
 namespace tiletune {
 

@@ -1,4 +1,4 @@
-#include "tensor_map.hpp"
+#include "tiletune/tensor_map.hpp"
 
 // The driver's types only: the function is looked up at run time, never linked.
 #include <cuda.h>

@@ -9,10 +9,9 @@
 #include <optional>
 #include <string>
 
-namespace tiletune {
+#include "tiletune/worker_main.hpp"
 
-// Runs the worker loop on stdin/stdout-like descriptors until "quit" or end of input. Returns an exit code.
-int worker_main(int gpu, int in_fd, int out_fd);
+namespace tiletune {
 
 // tiletune's helper processes (the measuring worker, the compiler processes) are this same executable started
 // again with a private first argument. Every program that uses the tuner library calls this first in main():

@@ -3,6 +3,8 @@
 // It knows no family: buffers, types, fills, references and library operands all come in the requests.
 // Talks to the GPU through the CUDA runtime only (no direct link to the driver library); cuBLAS is opened
 // here, on first use, so that no other tiletune process loads it.
+#include "tiletune/worker_main.hpp"
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -18,15 +20,14 @@
 #include <map>
 #include <sstream>
 
-#include "cluster_launch.hpp"
 #include "support_kernels_source.hpp"
-#include "tensor_map.hpp"
+#include "tiletune/cluster_launch.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/input_file.hpp"
 #include "tiletune/library_calls.hpp"
-#include "tiletune/worker.hpp"
-#include "worker_protocol.hpp"
+#include "tiletune/tensor_map.hpp"
+#include "tiletune/worker_protocol.hpp"
 
 namespace tiletune {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "worker_protocol.hpp"
+#include "tiletune/worker_protocol.hpp"
 
 namespace tiletune {
 

@@ -6,7 +6,7 @@
 #include "tiletune/family.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/sweep.hpp"
-#include "worker_protocol.hpp"
+#include "tiletune/worker_protocol.hpp"
 
 namespace tiletune {
 

@@ -1,0 +1,78 @@
+// The stored forms of a sweep and its results: what the planner and the tuner produce and the store keeps.
+// Value types only (no SQLite), so that the model layer names them without linking the store.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tiletune/records.hpp"
+
+namespace tiletune {
+
+// What a sweep (or a stored plan) was run against. begin_sweep creates the device, family and problem
+// rows as needed.
+struct SweepSpec {
+  std::string family;         // family name
+  std::string template_hash;  // hash of the template source + description
+  std::string family_json;    // the family description as loaded (so defaults survive without the files)
+  std::string space_hash;     // hash of the parameter names and values: a resume must match it
+  DeviceRecord device;
+  ProblemKey problem;
+  std::string kind = "sweep";  // "sweep" or "plan"
+  std::string strategy = "brute_force";
+  std::string tiletune_version;
+  std::string git_sha;
+};
+
+// The stored outcome of one configuration.
+struct ResultRecord {
+  Params params;
+  Outcome outcome = Outcome::ok;
+  std::string reason;                               // why it is not ok; for ok, empty or a note
+  std::optional<double> median_ms, min_ms, spread;  // spread: (p75 - p25) / median of the timed runs
+  int repetitions = 0;
+  std::optional<double> metric;  // GFLOP/s or GB/s at the median
+  std::string metric_unit;       // "GFLOP/s" or "GB/s"
+  std::optional<double> error;   // relative L2 error against the reference
+  std::optional<int> registers, static_smem, dynamic_smem, local_bytes, spill_bytes;
+  std::optional<int> threads_per_block;
+  std::optional<int> active_blocks, active_warps;  // per SM
+  std::string occupancy_limiter;                   // "threads", "registers", "shared_memory", "blocks"
+  std::optional<double> occupancy;                 // active warps / max warps per SM
+  std::optional<double> sm_clock_mhz;
+  std::optional<double> compile_ms;  // NVRTC's time for this configuration's CUBIN (when it was compiled)
+  std::optional<double> measure_ms;  // wall time of the worker's measurement: set-up, checks and timed runs
+  std::vector<double> times_ms;      // every timed run's kernel time, in the order they ran
+};
+
+struct SweepInfo {
+  std::int64_t id = 0;
+  std::string uid;  // random hex, stable across export/import
+  std::string family, template_hash, space_hash;
+  DeviceRecord device;
+  ProblemKey problem;
+  std::string kind, strategy, status;  // status: "running", "done", "interrupted"
+  std::string started_at, ended_at;    // ISO-8601 UTC
+  std::string tiletune_version, git_sha;
+  std::int64_t result_count = 0;
+  // When the sweep found its best: the measurement (counted from 1) and the seconds since it started; unset
+  // for a sweep that stored none (before schema version 3, imported, or nothing ran).
+  std::optional<std::int64_t> best_found_count;
+  std::optional<double> best_found_seconds;
+};
+
+struct StoredResult {
+  std::int64_t sweep_id = 0;
+  ResultRecord record;
+  std::string measured_at;
+};
+
+// The fastest ok result of one (family, device name, problem), over every sweep.
+struct BestConfig {
+  std::string family, device_name, arch, size_text, args_text;
+  StoredResult result;
+};
+
+}  // namespace tiletune
