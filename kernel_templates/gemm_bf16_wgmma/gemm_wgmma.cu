@@ -25,6 +25,11 @@
 // which clips at the edges: 1 stages the whole part at once, 2 cycles through two buffers (less shared memory,
 // so a deeper ring). C's rows must then be 16-byte aligned (N * sizeof(output) a multiple of 16), or the
 // tensor map is pruned.
+//
+// B_KN = 1 (16-bit inputs only) takes B as K x N, row-major (C = A B, the layout of the seeds' GEMM): TMA
+// reads B's rows as they are stored, 64 columns (128 bytes) of BK rows at a time, into N-major 128-byte
+// swizzled atoms, and the wgmmas read B transposed (imm-trans-b). B's rows must be 16-byte aligned (N a
+// multiple of 8).
 #ifndef GEMM_TYPE
 #define GEMM_TYPE 0
 #endif
@@ -62,21 +67,32 @@
 #define GROUP 8
 #endif
 
+#ifndef B_KN
+#define B_KN 0
+#endif
+
 #if GEMM_TYPE != 2
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#endif
+
+// wgmma's transpose flags for 16-bit inputs: A is always K-major; B is K-major (N x K) or N-major (K x N).
+#if B_KN
+#define TT_TRANS_16 ", 0, 1"
+#else
+#define TT_TRANS_16 ", 0, 0"
 #endif
 
 #if GEMM_TYPE == 0
 typedef __nv_bfloat16 ab_t;
 typedef __nv_bfloat16 c_t;
 #define TT_MMA_KIND "k16.f32.bf16.bf16"
-#define TT_MMA_TRANS ", 0, 0"
+#define TT_MMA_TRANS TT_TRANS_16
 #elif GEMM_TYPE == 1
 typedef __half ab_t;
 typedef __half c_t;
 #define TT_MMA_KIND "k16.f32.f16.f16"
-#define TT_MMA_TRANS ", 0, 0"
+#define TT_MMA_TRANS TT_TRANS_16
 #elif GEMM_TYPE == 2
 typedef float ab_t;
 typedef float c_t;
@@ -100,6 +116,9 @@ constexpr unsigned A_ATOM_BYTES = BM * 128;
 constexpr unsigned B_ATOM_BYTES = BN * 128;
 constexpr unsigned A_STAGE_BYTES = K_ATOMS * A_ATOM_BYTES;
 constexpr unsigned B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
+// With B_KN, a stage of B is BN / 64 atoms, each BK rows of 64 columns (128 bytes), the same bytes in all.
+constexpr int N_ATOMS = BN / 64;
+constexpr unsigned BKN_ATOM_BYTES = BK * 128;
 // Staging buffers of C per consumer, each WG_M rows of 128 bytes: every column block (1) or two in turn (2).
 constexpr int C_BUFS = EPILOGUE == 1 ? BN / C_SUB : 2;
 constexpr unsigned C_WG_BYTES = EPILOGUE ? C_BUFS * WG_M * 128 : 0;
@@ -122,6 +141,7 @@ static_assert(BM <= 256 && BN <= 256, "a TMA box holds at most 256 rows");
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
 static_assert(STAGES >= 2, "at least two stages");
 static_assert(EPILOGUE >= 0 && EPILOGUE <= 2, "EPILOGUE is 0, 1 or 2");
+static_assert(!B_KN || (GEMM_TYPE != 2 && BN % 64 == 0), "B as K x N: 16-bit inputs, whole 64-column atoms");
 
 // The kernel's view of a CUtensorMap: 128 opaque bytes, 64-byte aligned, passed as a __grid_constant__.
 struct __align__(64) TensorMap {
@@ -136,6 +156,23 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
 // offset 16 (unused with this swizzle), stride byte offset 1024 (eight rows of 128 bytes), 128-byte swizzle.
 __device__ __forceinline__ unsigned long long smem_desc(unsigned addr) {
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+// The same for B stored K x N (N-major): each 128-byte row holds 64 columns of one k, eight rows make a
+// 1024-byte swizzle atom; the leading byte offset steps from one 64-column atom to the next (BK rows apart)
+// and the stride byte offset from eight k rows to the next eight.
+__device__ __forceinline__ unsigned long long smem_desc_kn(unsigned addr) {
+  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
+         (static_cast<unsigned long long>(BKN_ATOM_BYTES >> 4) << 16) | (64ull << 32) | (1ull << 62);
+}
+
+// Shared-memory descriptor of B's part for the wgmma at k offset `k` (elements) of a stage.
+__device__ __forceinline__ unsigned long long b_desc(unsigned stage_base, int k) {
+#if B_KN
+  return smem_desc_kn(stage_base + k * 128);
+#else
+  return smem_desc(stage_base + (k / ATOM_K) * B_ATOM_BYTES + (k % ATOM_K) * AB_BYTES);
+#endif
 }
 
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
@@ -439,15 +476,21 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
           for (int a = 0; a < K_ATOMS; ++a) {
             const int k0 = kt * BK + a * ATOM_K;
             const unsigned dst_a = sA + stage * A_STAGE_BYTES + a * A_ATOM_BYTES;
-            const unsigned dst_b = sB + stage * B_STAGE_BYTES + a * B_ATOM_BYTES;
             if (CLUSTER_N == 1)
               tma_load(dst_a, &tma_a, bar, k0, m0);
             else if (rank_n == 0)
               tma_load_multicast(dst_a, &tma_a, bar, k0, m0, row_mask);
+          }
+          // B: K-major atoms of BN rows and 128 bytes of k, or (B_KN) N-major atoms of BK rows of 64 columns.
+          constexpr int B_LOADS = B_KN ? N_ATOMS : K_ATOMS;
+#pragma unroll
+          for (int a = 0; a < B_LOADS; ++a) {
+            const unsigned dst_b = sB + stage * B_STAGE_BYTES + a * (B_KN ? BKN_ATOM_BYTES : B_ATOM_BYTES);
+            const int x = B_KN ? n0 + a * 64 : kt * BK + a * ATOM_K, y = B_KN ? kt * BK : n0;
             if (CLUSTER_M == 1)
-              tma_load(dst_b, &tma_b, bar, k0, n0);
+              tma_load(dst_b, &tma_b, bar, x, y);
             else if (rank_m == 0)
-              tma_load_multicast(dst_b, &tma_b, bar, k0, n0, col_mask);
+              tma_load_multicast(dst_b, &tma_b, bar, x, y, col_mask);
           }
           if (++stage == STAGES) {
             stage = 0;
@@ -486,8 +529,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         for (int a = 0; a < K_ATOMS; ++a) {
 #pragma unroll
           for (int ks = 0; ks < ATOM_K / MMA_K; ++ks) {
-            const unsigned long long db =
-                smem_desc(sB + stage * B_STAGE_BYTES + a * B_ATOM_BYTES + ks * MMA_K * AB_BYTES);
+            const unsigned long long db = b_desc(sB + stage * B_STAGE_BYTES, a * ATOM_K + ks * MMA_K);
 #pragma unroll
             for (int mi = 0; mi < M_ITERS; ++mi) {
               const unsigned long long da = smem_desc(sA + stage * A_STAGE_BYTES + a * A_ATOM_BYTES +

@@ -229,16 +229,20 @@ TEST(Gpu, Tf32FamilyIsCorrectAndBenchesAgainstCublasTf32) {
 // The Hopper tensor-core families (wgmma, TMA, clusters): sampled configurations at sizes that are not tile
 // multiples, smaller than a tile, and with K not a multiple of BK, every element checked against float64; an
 // unaligned N leaves the TMA-store epilogue pruned and the register epilogue running. Then bench against
-// cuBLAS (C = A B^T) and gemm_tf32 in one worker.
+// cuBLAS (C = A B^T, or C = A B for the _ab families) and gemm_tf32 in one worker.
 TEST(Gpu, WgmmaFamiliesAreCorrectOnAwkwardSizesAndBenchAgainstCublas) {
   REQUIRE_GPU();
   TempDir dir;
   const auto fams = all_families();
-  for (const char* name : {"gemm_bf16_wgmma", "gemm_f16_wgmma", "gemm_tf32_wgmma"}) {
+  for (const char* name :
+       {"gemm_bf16_wgmma", "gemm_f16_wgmma", "gemm_tf32_wgmma", "gemm_bf16_wgmma_ab", "gemm_f16_wgmma_ab"}) {
     const KernelFamily& f = find_family(fams, name);
     const ElementType out = find_argument(f, "C")->type;
+    // B as K x N (the _ab families) needs N a multiple of 8 for TMA; the others take any N.
+    const bool b_kn = std::string(name).ends_with("_ab");
+    const std::int64_t n1 = b_kn ? 56 : 53, n2 = b_kn ? 72 : 67;
     const std::vector<std::vector<std::int64_t>> sizes = {
-        {8, 8, 8}, {37, 53, 24}, {129, 67, 1032}, {300, 1000, 2000}, {640, 384, 256}, {1000, 1000, 776}};
+        {8, 8, 8}, {37, n1, 24}, {129, n2, 1032}, {300, 1000, 2000}, {640, 384, 256}, {1000, 1000, 776}};
     std::set<std::string> features;
     for (const auto& size : sizes) {
       SweepOptions o = quick();
@@ -268,7 +272,9 @@ TEST(Gpu, WgmmaFamiliesAreCorrectOnAwkwardSizesAndBenchAgainstCublas) {
     const ProblemKey p = f.make_problem({640, 384, 256}, {});
     const auto [rows, log] = bench(fams, f, p, dir.path / (std::string(name) + ".db"));
     ASSERT_EQ(rows.size(), 2u) << log;
-    EXPECT_EQ(rows[0].baseline, out == ElementType::f32 ? "cublas_gemm_abt_tf32" : "cublas_gemm_abt");
+    EXPECT_EQ(rows[0].baseline, b_kn                      ? "cublas_gemm"
+                                : out == ElementType::f32 ? "cublas_gemm_abt_tf32"
+                                                          : "cublas_gemm_abt");
     EXPECT_EQ(rows[1].baseline, "gemm_tf32");
     for (const auto& r : rows) {
       EXPECT_EQ(r.config_source, "tuned");

@@ -29,6 +29,9 @@ namespace ref_gemm {
 namespace ref_gemm_abt {
 #include "gemm_bf16_wgmma/gemm_abt_reference.cu"
 }
+namespace ref_gemm_ab {
+#include "gemm_bf16_wgmma_ab/gemm_ab_reference.cu"
+}
 namespace ref_conv1d {
 #include "conv1d_naive/conv1d_reference.cu"
 }
@@ -178,6 +181,49 @@ TEST_P(GemmAbtReference, EveryElementMatchesFloat64ForEachInputType) {
 INSTANTIATE_TEST_SUITE_P(Sizes, GemmAbtReference,
                          testing::Values(GemmCase{1, 1, 8}, GemmCase{37, 53, 24}, GemmCase{64, 16, 100},
                                          GemmCase{1, 300, 8}, GemmCase{45, 1, 32}, GemmCase{130, 67, 64}),
+                         gemm_name);
+
+// gemm_bf16_wgmma_ab/gemm_ab_reference.cu, for the 16-bit C = A B tensor-core families (B given as K x N):
+// the same geometry, one kernel per input type, the inputs rounded to that type first.
+template <typename T>
+void check_gemm_ab(const GemmCase& c, T convert(float),
+                   void kernel(const T*, const T*, double*, int, int, int)) {
+  const auto [M, N, K] = c;
+  std::mt19937 rng(3000 + M * 7 + N * 13 + K);
+  std::vector<T> A, B;
+  std::vector<double> a, b;  // the same values, widened
+  for (float x : random_floats(size_t(M) * K, rng)) {
+    A.push_back(convert(x));
+    a.push_back(double(float(A.back())));
+  }
+  for (float x : random_floats(size_t(K) * N, rng)) {
+    B.push_back(convert(x));
+    b.push_back(double(float(B.back())));
+  }
+  std::vector<double> want(size_t(M) * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double acc = 0.0;
+      for (int k = 0; k < K; ++k) acc += a[size_t(i) * K + k] * b[size_t(k) * N + j];
+      want[size_t(i) * N + j] = acc;
+    }
+  std::vector<double> C = poisoned(want.size());
+  launch(dim3(ceil_div(N, 16), ceil_div(M, 16)), dim3(16, 16), kernel, A.data(), B.data(), C.data(), M, N, K);
+  expect_matches(C, want, 0.0, N);
+}
+
+class GemmAbReference : public testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmAbReference, EveryElementMatchesFloat64ForEachInputType) {
+  check_gemm_ab<__nv_bfloat16>(
+      GetParam(), [](float x) { return __float2bfloat16(x); }, ref_gemm_ab::gemm_ab_reference_bf16);
+  check_gemm_ab<__half>(
+      GetParam(), [](float x) { return __float2half(x); }, ref_gemm_ab::gemm_ab_reference_f16);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, GemmAbReference,
+                         testing::Values(GemmCase{1, 8, 8}, GemmCase{37, 56, 24}, GemmCase{64, 16, 100},
+                                         GemmCase{1, 304, 8}, GemmCase{45, 8, 32}, GemmCase{130, 72, 64}),
                          gemm_name);
 
 // ---------------------------------------------------------------------------------------------------------
@@ -560,6 +606,13 @@ const std::vector<DeclaredReference>& declared_references() {
        {"ceil_div(N, 16)", "ceil_div(M, 16)"},
        "double",
        parameter_types(ref_gemm_abt::gemm_abt_reference_bf16)},
+      {"gemm_bf16_wgmma_ab",
+       "gemm_ab_reference.cu",
+       "gemm_ab_reference_bf16",
+       {"16", "16"},
+       {"ceil_div(N, 16)", "ceil_div(M, 16)"},
+       "double",
+       parameter_types(ref_gemm_ab::gemm_ab_reference_bf16)},
       {"conv1d_naive",
        "conv1d_reference.cu",
        "conv1d_reference",
@@ -618,6 +671,7 @@ const std::map<std::string, std::vector<std::string>>& other_reference_kernels()
   static const std::map<std::string, std::vector<std::string>> all = {
       {"gemm_abt_reference_f16", parameter_types(ref_gemm_abt::gemm_abt_reference_f16)},
       {"gemm_abt_reference_f32", parameter_types(ref_gemm_abt::gemm_abt_reference_f32)},
+      {"gemm_ab_reference_f16", parameter_types(ref_gemm_ab::gemm_ab_reference_f16)},
   };
   return all;
 }

@@ -182,3 +182,46 @@ TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialise
     }
   }
 }
+
+// The 16-bit C = A B families (B given as K x N): the same template with B_KN = 1, their own reference, B's
+// tensor map reading 64 columns by BK rows of the stored rows, N refused where B's rows are not 16-byte
+// aligned, and sampled configurations compiling for sm_90a like the A B^T ones.
+TEST(WgmmaAbFamilies, ReadBAsStoredAndCompileForSm90a) {
+  const DeviceLimits h100 = load_profile("h100");
+  const KernelFamily& abt = find_family(builtin(), "gemm_bf16_wgmma");
+  std::set<std::string> hashes{abt.template_hash, find_family(builtin(), "gemm_f16_wgmma").template_hash};
+  for (const char* name : {"gemm_bf16_wgmma_ab", "gemm_f16_wgmma_ab"}) {
+    const KernelFamily& f = find_family(builtin(), name);
+    EXPECT_EQ(f.source, abt.source) << name;
+    hashes.insert(f.template_hash);
+    EXPECT_EQ(f.reference.kernel.name,
+              std::string(name) == "gemm_f16_wgmma_ab" ? "gemm_ab_reference_f16" : "gemm_ab_reference_bf16");
+    EXPECT_THROW(f.make_problem({1000, 1004, 512}, {}), FamilyError) << name;
+    const ProblemKey p = f.make_problem({4096, 4096, 4096}, {});
+    const std::vector<Params> samples = {
+        {}, {{"CLUSTER_M", 2}, {"BN", 192}}, {{"CONSUMERS", 1}, {"BN", 64}, {"BK", 128}, {"EPILOGUE", 0}}};
+    for (const Params& changes : samples) {
+      Params params = with(f, changes);
+      PlannedConfig c;
+      for (std::int64_t stages = 8; stages >= 2; --stages) {
+        params["STAGES"] = stages;
+        c = prune_before_compile(f, h100, p, params);
+        if (c.outcome == Outcome::ok) break;
+      }
+      ASSERT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(params) << ": " << c.reason;
+      const wire::MeasureRequest req = measure_request(f, p, params, c.launch, "k.cubin", MeasureSettings{});
+      const auto& b = req.kernel.args[4].tensor_map;
+      EXPECT_EQ(b.buffer, "B");
+      EXPECT_EQ(b.dims, (std::vector<std::uint64_t>{4096, 4096}));
+      EXPECT_EQ(b.strides, (std::vector<std::uint64_t>{4096 * 2}));
+      EXPECT_EQ(b.box, (std::vector<std::uint32_t>{64, static_cast<std::uint32_t>(params.at("BK"))}));
+      const CompileResult r = compile(compile_job(f, h100, params));
+      const auto* k = std::get_if<CompiledKernel>(&r);
+      ASSERT_NE(k, nullptr) << name << " " << params_to_text(params) << ": "
+                            << std::get<CompileError>(r).log.substr(0, 2000);
+      EXPECT_EQ(k->usage.spill_stores + k->usage.spill_loads, 0) << name << " " << params_to_text(params);
+      EXPECT_EQ(k->log.find("serialized"), std::string::npos) << k->log;
+    }
+  }
+  EXPECT_EQ(hashes.size(), 4u) << "each family's sweeps are its own";
+}
