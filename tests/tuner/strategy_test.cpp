@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <set>
 
@@ -101,4 +103,37 @@ TEST(Strategy, AnnealingAsksForWhatItAnnounced) {
 
 TEST(Strategy, UnknownNameIsRejected) {
   EXPECT_THROW(make_strategy("genetic", KernelFamily{}, {}, 0, 0), std::invalid_argument);
+}
+
+// The registry is the one list of strategies: each has help for --help, those that sample lazily can be made
+// over a lazily indexed space and the others refuse it in one line, walkers per lane follow the capability,
+// and the README's sweep line names every registered strategy.
+TEST(Strategy, TheRegistryDrivesHelpCapabilitiesAndTheReadme) {
+  const std::string help = strategy_help();
+  std::ifstream readme(test::templates_dir() / ".." / "README.md");
+  const std::string text((std::istreambuf_iterator<char>(readme)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  const auto sweep_line = text.find("`--strategy brute_force|");
+  ASSERT_NE(sweep_line, std::string::npos);
+  const std::string line = text.substr(sweep_line, text.find('`', sweep_line + 1) - sweep_line);
+  const auto families = load_families({test::templates_dir()});
+  const KernelFamily& f = find_family(families, "gemm_tiled");
+  const auto candidates = runnable_on_h100(f);
+  for (const StrategyInfo& s : strategy_registry()) {
+    EXPECT_NE(help.find(s.name + ": "), std::string::npos) << s.name;
+    EXPECT_FALSE(s.help.empty()) << s.name;
+    EXPECT_NE(line.find(s.name), std::string::npos) << s.name << " is not in the README's --strategy list";
+    EXPECT_EQ(s.samples_lazily, s.make_lazy != nullptr) << s.name;
+    EXPECT_EQ(&find_strategy(s.name), &s);
+    if (s.reads_history) continue;  // guided needs XGBoost, tested where it is
+    const auto walkers = make_strategies(s.name, f, candidates, 10, 1, 3);
+    EXPECT_EQ(walkers.size(), s.walker_per_lane ? 3u : 1u) << s.name;
+  }
+  try {
+    find_strategy("genetic");
+    ADD_FAILURE() << "an unknown strategy was found";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("brute_force, random, annealing, guided"), std::string::npos)
+        << e.what();
+  }
 }

@@ -66,7 +66,8 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
                                                     const std::vector<Params>& params,
                                                     const std::string& name, std::uint64_t seed,
                                                     const ReplayOptions& options) {
-  if (name != "guided") return make_strategies(name, family, params, options.budget, seed, options.lanes);
+  if (!find_strategy(name).reads_history)
+    return make_strategies(name, family, params, options.budget, seed, options.lanes);
   auto rows = parameter_features(family, params);
   if (options.plan_features && !space.plan_names.empty())
     for (std::size_t i = 0; i < rows.size(); ++i)

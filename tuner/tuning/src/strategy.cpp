@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "strategies.hpp"
 #include "tiletune/guided.hpp"
 
 namespace tiletune {
@@ -318,35 +319,37 @@ std::uint64_t mix(std::uint64_t x) {
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"brute_force", "random", "annealing", "guided"}; }
-
-namespace {
-
-// Throws the one-line refusal of a name that is not one of strategy_names().
-void check_strategy_name(const std::string& name) {
-  const auto names = strategy_names();
-  if (std::find(names.begin(), names.end(), name) != names.end()) return;
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown strategy '" + name + "' (" + list + ")");
+// The built-in strategies' factories (strategies.hpp), which the registry names.
+std::unique_ptr<Strategy> make_brute_force(const KernelFamily&, const std::vector<Params>& candidates,
+                                           std::size_t budget, std::uint64_t) {
+  std::vector<std::size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  return std::make_unique<OrderedStrategy>(order, budget);
 }
 
-}  // namespace
+std::unique_ptr<Strategy> make_random(const KernelFamily&, const std::vector<Params>& candidates,
+                                      std::size_t budget, std::uint64_t seed) {
+  std::vector<std::size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  return std::make_unique<OrderedStrategy>(order, budget);
+}
+
+std::unique_ptr<Strategy> make_annealing(const KernelFamily& family, const std::vector<Params>& candidates,
+                                         std::size_t budget, std::uint64_t seed) {
+  return std::make_unique<TableAnnealing>(family, candidates, budget, seed);
+}
+
+std::unique_ptr<Strategy> make_table_guided(const KernelFamily& family, const std::vector<Params>& candidates,
+                                            std::size_t budget, std::uint64_t seed) {
+  return make_guided_strategy(parameter_features(family, candidates), budget, seed);
+}
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const KernelFamily& family,
                                         const std::vector<Params>& candidates, std::size_t budget,
                                         std::uint64_t seed) {
-  check_strategy_name(name);
-  std::vector<std::size_t> order(candidates.size());
-  std::iota(order.begin(), order.end(), 0);
-  if (name == "brute_force") return std::make_unique<OrderedStrategy>(order, budget);
-  if (name == "guided") return make_guided_strategy(parameter_features(family, candidates), budget, seed);
-  if (name == "random") {
-    std::mt19937_64 rng(seed);
-    std::shuffle(order.begin(), order.end(), rng);
-    return std::make_unique<OrderedStrategy>(order, budget);
-  }
-  return std::make_unique<TableAnnealing>(family, candidates, budget, seed);
+  return find_strategy(name).make(family, candidates, budget, seed);
 }
 
 IndexShuffle::IndexShuffle(std::uint64_t n, std::uint64_t seed) : n_(n) {
@@ -412,36 +415,48 @@ std::vector<std::unique_ptr<Strategy>> make_strategies(const std::string& name, 
                                                        const std::vector<Params>& candidates,
                                                        std::size_t budget, std::uint64_t seed,
                                                        std::size_t lanes) {
+  const StrategyInfo& info = find_strategy(name);
   std::vector<std::unique_ptr<Strategy>> out;
-  out.push_back(make_strategy(name, family, candidates, budget, seed));
-  if (name == "annealing")
+  out.push_back(info.make(family, candidates, budget, seed));
+  if (info.walker_per_lane)
     for (std::size_t k = 1; k < lanes; ++k)
-      out.push_back(make_strategy(name, family, candidates, budget, walker_seed(seed, k)));
+      out.push_back(info.make(family, candidates, budget, walker_seed(seed, k)));
+  return out;
+}
+
+std::vector<std::unique_ptr<Strategy>> make_lazy_random(LazyCandidates& space, std::size_t budget,
+                                                        std::uint64_t seed, std::size_t) {
+  std::vector<std::unique_ptr<Strategy>> out;
+  out.push_back(std::make_unique<LazyRandomStrategy>(space, budget, seed));
+  return out;
+}
+
+std::vector<std::unique_ptr<Strategy>> make_lazy_annealing(LazyCandidates& space, std::size_t budget,
+                                                           std::uint64_t seed, std::size_t lanes) {
+  const auto draws = std::make_shared<RestartDraws>(space.space().size(), seed);
+  std::vector<std::unique_ptr<Strategy>> out;
+  for (std::size_t k = 0; k < std::max<std::size_t>(lanes, 1); ++k)
+    out.push_back(std::make_unique<LazyAnnealing>(space, budget, walker_seed(seed, k), draws));
+  return out;
+}
+
+std::vector<std::unique_ptr<Strategy>> make_lazy_guided(LazyCandidates& space, std::size_t budget,
+                                                        std::uint64_t seed, std::size_t) {
+  std::vector<std::unique_ptr<Strategy>> out;
+  out.push_back(make_lazy_guided_strategy(space, budget, seed));
   return out;
 }
 
 std::vector<std::unique_ptr<Strategy>> make_lazy_strategies(const std::string& name, LazyCandidates& space,
                                                             std::size_t budget, std::uint64_t seed,
                                                             std::size_t lanes) {
-  check_strategy_name(name);
+  const StrategyInfo& info = find_strategy(name);
   const std::string size = std::to_string(space.space().size()) + " configurations";
-  if (name == "brute_force")
-    throw std::invalid_argument("brute_force cannot measure " + size +
-                                "; sample them with random or annealing");
+  if (!info.make_lazy)
+    throw std::invalid_argument(name + " cannot measure " + size + "; sample them with " +
+                                lazy_strategy_list());
   if (budget == 0) throw std::invalid_argument(name + " over " + size + " needs a budget");
-  std::vector<std::unique_ptr<Strategy>> out;
-  if (name == "guided") {
-    out.push_back(make_lazy_guided_strategy(space, budget, seed));
-    return out;
-  }
-  if (name == "random") {
-    out.push_back(std::make_unique<LazyRandomStrategy>(space, budget, seed));
-    return out;
-  }
-  const auto draws = std::make_shared<RestartDraws>(space.space().size(), seed);
-  for (std::size_t k = 0; k < std::max<std::size_t>(lanes, 1); ++k)
-    out.push_back(std::make_unique<LazyAnnealing>(space, budget, walker_seed(seed, k), draws));
-  return out;
+  return info.make_lazy(space, budget, seed, lanes);
 }
 
 }  // namespace tiletune

@@ -32,7 +32,29 @@ class Strategy {
   virtual std::string stop_reason() const { return {}; }
 };
 
-std::vector<std::string> strategy_names();  // brute_force, random, annealing, guided
+// The strategies, by name, in one registry: what each can do and how to make it. --help, name checks, the
+// sweep and replay all read it, so a new strategy is its file plus one entry (strategy_registry.cpp).
+struct StrategyInfo {
+  std::string name;
+  std::string help;              // one line: what it measures next
+  bool samples_lazily = false;   // walks spaces too large to enumerate
+  bool walker_per_lane = false;  // one walker per GPU, each on its own seed (else one walker feeds every GPU)
+  bool reads_history = false;    // starts from stored sweeps of the family (transfer)
+  // Over an enumerated space's candidates; and over a space too large to enumerate (lanes walkers where
+  // walker_per_lane, else one), null where samples_lazily is false.
+  std::unique_ptr<Strategy> (*make)(const KernelFamily& family, const std::vector<Params>& candidates,
+                                    std::size_t budget, std::uint64_t seed) = nullptr;
+  std::vector<std::unique_ptr<Strategy>> (*make_lazy)(LazyCandidates& space, std::size_t budget,
+                                                      std::uint64_t seed, std::size_t lanes) = nullptr;
+};
+
+const std::vector<StrategyInfo>& strategy_registry();
+// The registered strategy of that name; throws std::invalid_argument naming the registered ones.
+const StrategyInfo& find_strategy(const std::string& name);
+// "name: help" of every registered strategy, one per line, for --help.
+std::string strategy_help();
+
+std::vector<std::string> strategy_names();  // the registry's names, in its order
 
 // budget: at most this many measurements (0: no limit beyond the candidate count).
 // Throws std::invalid_argument on an unknown name.
