@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "best_query.hpp"
 #include "schema.hpp"
 #include "sqlite.hpp"
 
@@ -17,18 +18,8 @@ namespace tiletune {
 
 namespace {
 
-// CROSS JOIN fixes the join order: from the names in the query down to the sweeps, never a scan. The partial
-// index results_ok_by_time gives each sweep's fastest ok result as its first entry.
-constexpr std::string_view best_sql =
-    "SELECT d.name, r.median_ms, r.metric, r.metric_unit, c.params_text "
-    "FROM families f CROSS JOIN devices d CROSS JOIN problems p "
-    "CROSS JOIN sweeps s ON s.family_id = f.id AND s.device_id = d.id AND s.problem_id = p.id "
-    "CROSS JOIN results r ON r.id = (SELECT r2.id FROM results r2 WHERE r2.sweep_id = s.id AND r2.outcome = "
-    "'ok' "
-    "                                AND r2.median_ms IS NOT NULL ORDER BY r2.median_ms, r2.id LIMIT 1) "
-    "CROSS JOIN configurations c ON c.id = r.configuration_id "
-    "WHERE f.name = ?1 AND d.name = ?2 AND p.size_text = ?3 AND p.args_text = ?4 "
-    "ORDER BY r.median_ms, r.id LIMIT 1";
+const std::string best_sql = best_query::select("d.name, r.median_ms, r.metric, r.metric_unit, c.params_text",
+                                                "CROSS JOIN configurations c ON c.id = r.configuration_id ");
 
 // The problems tuned for a family on some devices (whether anything there is ok is asked afterwards, of the
 // nearest ones only: a per-sweep subquery here would cost more than the whole lookup).
@@ -41,10 +32,6 @@ constexpr std::string_view candidates_sql =
 // another connection commits, which PRAGMA data_version reports. The bound keeps a program that asks about
 // ever-new sizes from growing without limit.
 constexpr std::size_t cache_limit = 4096;
-
-std::string problem_text(const std::string& size_text, const std::string& args_text) {
-  return args_text.empty() ? size_text : size_text + " (" + args_text + ")";
-}
 
 struct Candidate {
   bool shape_differs = false;

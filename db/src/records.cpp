@@ -6,6 +6,15 @@
 
 namespace tiletune {
 
+bool is_identifier(std::string_view name) {
+  if (name.empty()) return false;
+  const auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(name.front())) return false;
+  for (char c : name)
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+
 namespace {
 
 constexpr std::array<std::pair<Outcome, std::string_view>, 7> outcome_names{{
@@ -17,15 +26,6 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 7> outcome_names{{
     {Outcome::timeout, "timeout"},
     {Outcome::wrong_result, "wrong_result"},
 }};
-
-bool is_identifier(std::string_view name) {
-  if (name.empty()) return false;
-  const auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(name.front())) return false;
-  for (char c : name)
-    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
-  return true;
-}
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -108,6 +108,12 @@ std::string ProblemKey::size_text() const {
 }
 
 std::string ProblemKey::args_text() const { return pairs_to_text(args, "argument"); }
+
+std::string ProblemKey::text() const { return problem_text(size_text(), args_text()); }
+
+std::string problem_text(const std::string& size_text, const std::string& args_text) {
+  return args_text.empty() ? size_text : size_text + " " + args_text;
+}
 
 std::vector<std::int64_t> parse_size_text(std::string_view text) {
   const auto fail = [&] {

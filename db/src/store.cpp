@@ -1,5 +1,6 @@
 #include "tiletune/store.hpp"
 
+#include "best_query.hpp"
 #include "schema.hpp"
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
@@ -207,14 +208,7 @@ std::optional<StoredResult> Store::best(const std::string& family, const std::st
     throw StoreError(std::string("best: ") + e.what());
   }
   // The fastest ok result of each matching sweep, then the fastest of those.
-  sql::Stmt select = impl_->db.prepare(
-      "SELECT r.id FROM families f CROSS JOIN devices d CROSS JOIN problems p "
-      "CROSS JOIN sweeps s ON s.family_id = f.id AND s.device_id = d.id AND s.problem_id = p.id "
-      "CROSS JOIN results r ON r.id = (SELECT r2.id FROM results r2 WHERE r2.sweep_id = s.id AND r2.outcome "
-      "= 'ok' "
-      "                                AND r2.median_ms IS NOT NULL ORDER BY r2.median_ms, r2.id LIMIT 1) "
-      "WHERE f.name = ?1 AND d.name = ?2 AND p.size_text = ?3 AND p.args_text = ?4 "
-      "ORDER BY r.median_ms, r.id LIMIT 1");
+  sql::Stmt select = impl_->db.prepare(best_query::select("r.id"));
   select.bind(1, family).bind(2, device_name).bind(3, size).bind(4, args);
   if (!select.step()) return std::nullopt;
   const std::int64_t result_id = select.column_int64(0);

@@ -469,7 +469,7 @@ std::string number_text(double value) {
 
 std::string times_json(const std::vector<double>& times) {
   std::string text = "[";
-  for (std::size_t i = 0; i < times.size(); ++i) text += (i ? "," : "") + number_text(times[i]);
+  for (std::size_t i = 0; i < times.size(); ++i) text.append(i ? "," : "").append(number_text(times[i]));
   return text + "]";
 }
 
@@ -513,7 +513,9 @@ std::string shown(std::string_view text, std::size_t limit) {
   return sql::one_line(printable(part)) + (part.size() < text.size() ? "..." : "");
 }
 
-std::string in_quotes(std::string_view text, std::size_t limit) { return "'" + shown(text, limit) + "'"; }
+std::string in_quotes(std::string_view text, std::size_t limit) {
+  return std::string("'").append(shown(text, limit)).append("'");
+}
 
 void check_sweep(const ImportedSweep& s, const Where& where) {
   if (s.uid.empty()) import_fail(where("uid"), "is empty");

@@ -259,7 +259,7 @@ std::vector<BadCsv> bad_csvs() {
        text([](std::string s) { return s.replace(s.find("\"bad, "), 1, "\"x\"bad, "); }),
        "import: line 5, field 9 (reason) has text after its closing quote"},
       {"carriage return alone",
-       text([](std::string s) { return s.replace(s.find(",pruned,") + 8, 1, "\r"); }),
+       text([](std::string s) { return s.replace(s.find(",pruned,") + 8, 1, std::string(1, '\r')); }),
        "import: line 4, field 9 (reason) is followed by a carriage return that does not end the line"},
       // A sweep is the same on each of its rows.
       {"contradicting device", set(3, "device", "Another GPU"),

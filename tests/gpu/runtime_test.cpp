@@ -96,7 +96,7 @@ TEST(Runtime, LaunchesTheMeasuredConfigurationAndItIsCorrect) {
                         .best("gemm_tiled", props.name, ProblemKey{{1000, 1000, 777}, {}});
   ASSERT_TRUE(best.has_value());
 
-  runtime::Runtime rt({db, {}, cache, {}});
+  runtime::Runtime rt({db, {}, cache, {}, {}, false});
   const runtime::Kernel& tuned = rt.kernel("gemm_tiled", "1000x1000x777");
   EXPECT_EQ(tuned.match(), Match::exact) << tuned.message();
   EXPECT_EQ(tuned.params(), best->record.params);
@@ -169,7 +169,7 @@ TEST(Runtime, LaunchesTheMeasuredConfigurationAndItIsCorrect) {
                         std::filesystem::copy_options::recursive);
   for (const auto& f : std::filesystem::directory_iterator(changed))
     if (f.path().extension() == ".cu") std::ofstream(f.path(), std::ios::app) << "\n// changed\n";
-  runtime::Runtime edited({db, {dir.path / "families"}, cache, {}});
+  runtime::Runtime edited({db, {dir.path / "families"}, cache, {}, {}, false});
   try {
     edited.kernel("gemm_tiled", "1000x1000x777");
     ADD_FAILURE() << "a changed template was used";
@@ -189,7 +189,7 @@ TEST(Runtime, EncodesTensorMapsOverTheCallersPointersAndLaunchesClusters) {
   TempDir dir;
   const auto db = dir.path / "t.db";
   { Store created = Store::open(db); }  // nothing tuned: the family's defaults
-  runtime::Runtime rt({db, {test::fixtures_dir() / "families"}, dir.path / "cache", {}});
+  runtime::Runtime rt({db, {test::fixtures_dir() / "families"}, dir.path / "cache", {}, {}, false});
   const runtime::Kernel& k = rt.kernel("tma_tile", "100x36");
   EXPECT_EQ(k.match(), Match::not_found);
   EXPECT_EQ(k.cluster(), (std::array<unsigned, 3>{2, 1, 1}));

@@ -31,7 +31,7 @@ std::string all_ok_cache(const KernelFamily& f, const ProblemKey& problem, std::
     std::string key;
     nlohmann::json entry;
     for (const auto& name : keys) {
-      key += (key.empty() ? "" : ",") + std::to_string(params.at(name));
+      key.append(key.empty() ? "" : ",").append(std::to_string(params.at(name)));
       entry[name] = params.at(name);
     }
     entry["time"] = time(rng);
@@ -92,8 +92,9 @@ TEST(ImportProperty, WhatAnImportStoresAsOkThePlanFindsRunnable) {
         EXPECT_EQ(r.record.reason, planned.reason + " (Kernel Tuner: ok)");
       }
     }
-    if (const auto best = store.best(f.name, device.name, problem))
+    if (const auto best = store.best(f.name, device.name, problem)) {
       EXPECT_EQ(prune_before_compile(f, device, problem, best->record.params).outcome, Outcome::ok);
+    }
   }
   // Both sides of the promise were exercised.
   EXPECT_GT(ok_seen, 0u);

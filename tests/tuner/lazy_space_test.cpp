@@ -30,7 +30,7 @@ KernelFamily synthetic(int params, int values, const std::string& constraint = "
   KernelFamily f;
   f.name = "synthetic";
   for (int k = 0; k < params; ++k) {
-    Parameter p{"P" + std::to_string(k), {}, 0};
+    Parameter p{std::string("P").append(std::to_string(k)), {}, 0};
     for (int v = 0; v < values; ++v) p.values.push_back(v);
     f.parameters.push_back(p);
   }

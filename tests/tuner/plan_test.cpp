@@ -221,8 +221,9 @@ static void expect_every_configuration_compiles(const char* profile) {
       }
     }
     // A family on another's template (a naive baseline) may share that family's configurations.
-    if (f.source_from.empty())
+    if (f.source_from.empty()) {
       EXPECT_EQ(plan.compile_stats.from_cache, 0) << f.name << ": the cache was empty";
+    }
     const Plan again = make_plan(f, device, p, cache, o);
     EXPECT_EQ(again.compile_stats.compiled, 0) << f.name;
     EXPECT_EQ(again.compile_stats.from_cache, plan.compile_stats.jobs) << f.name;

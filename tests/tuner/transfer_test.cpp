@@ -120,7 +120,9 @@ TEST(Transfer, StartsFromTheStoredSweepsOfOtherSizesAndSaysSo) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     EXPECT_GE(t.rank[i], 0.0f);
     EXPECT_LE(t.rank[i], 1.0f);
-    if (!target.points[i].median_ms) EXPECT_FLOAT_EQ(t.rank[i], 1.0f);  // failed in both
+    if (!target.points[i].median_ms) {
+      EXPECT_FLOAT_EQ(t.rank[i], 1.0f);  // failed in both
+    }
   }
   EXPECT_TRUE(transfer_from({}, params).line.empty());
 }

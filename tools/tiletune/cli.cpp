@@ -232,10 +232,6 @@ ProblemKey problem_for(const KernelFamily& family, const Common& c) {
   return family.make_problem(parse_size(size), parse_args(c.args));
 }
 
-std::string problem_text(const ProblemKey& p) {
-  return p.size_text() + (p.args.empty() ? "" : " " + p.args_text());
-}
-
 DeviceLimits device_for_plan(const Common& c, std::string* note) {
   if (!c.device_profile.empty()) {
     DeviceLimits d = load_profile(c.device_profile);

@@ -55,7 +55,6 @@ std::vector<std::int64_t> parse_size(const std::string& text);
 std::map<std::string, std::int64_t> parse_args(const std::vector<std::string>& args);
 // The problem for a family: --size (or the family's first default size) and --arg.
 ProblemKey problem_for(const KernelFamily& family, const Common& c);
-std::string problem_text(const ProblemKey& p);
 
 // The device to plan for: a profile, or the local GPU, or (with none) the H100 profile; `note` says which.
 DeviceLimits device_for_plan(const Common& c, std::string* note);

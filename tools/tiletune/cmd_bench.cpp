@@ -52,7 +52,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
   const auto rows = run_bench(fams, family, problem, store, worker, cache, m, std::cerr);
   std::vector<std::vector<std::string>> table;
   for (const auto& r : rows)
-    table.push_back({r.family, problem_text(r.problem),
+    table.push_back({r.family, r.problem.text(),
                      params_to_text(r.config) + (r.config_source == "default" ? " (default)" : ""),
                      fmt(r.time.median_ms, 4) + " ±" + fmt(100 * r.time.spread, 1) + "%",
                      fmt(r.metric, 1) + " " + r.metric_unit, r.baseline,

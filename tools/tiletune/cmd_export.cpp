@@ -254,8 +254,8 @@ ImportSummary import_kernel_tuner(Store& store, const std::string& text, const C
     target.work.reset();  // no metric where the work cannot be computed
   }
   std::cout << "Kernel Tuner cache of " << cache.entries.size() << " configurations: " << family.name
-            << " at " << problem_text(target.problem) << " on " << target.device.name << " ("
-            << target.device.uuid << ")\n";
+            << " at " << target.problem.text() << " on " << target.device.name << " (" << target.device.uuid
+            << ")\n";
   return store.import_json(kernel_tuner_import_document(cache, target));
 }
 

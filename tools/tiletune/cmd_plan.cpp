@@ -84,7 +84,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
                       {"limiter", p.occupancy.limiter}});
     }
     std::cout << nlohmann::json{{"family", family.name},
-                                {"problem", problem_text(problem)},
+                                {"problem", problem.text()},
                                 {"device", device.name},
                                 {"configs", rows},
                                 {"compile",
@@ -96,8 +96,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
               << "\n";
   } else {
     std::cout << note << "\n"
-              << family.name << " at " << problem_text(problem) << ": " << plan.configs.size()
-              << " configurations"
+              << family.name << " at " << problem.text() << ": " << plan.configs.size() << " configurations"
               << (options.shard.whole() ? std::string() : " in shard " + options.shard.text()) << "\n\n";
     std::vector<std::vector<std::string>> rows;
     std::vector<const PlannedConfig*> order;

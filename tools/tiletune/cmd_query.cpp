@@ -56,12 +56,11 @@ int cmd_query(const std::vector<std::string>& argv) {
   }
   const Lookup r = client->best(q);
   if (vm.count("json")) {
-    nlohmann::json j = {
-        {"family", c.family},          {"device", device_name}, {"problem", problem_text(q.problem)},
-        {"match", to_string(r.match)}, {"params", r.params},    {"message", r.message}};
+    nlohmann::json j = {{"family", c.family},          {"device", device_name}, {"problem", q.problem.text()},
+                        {"match", to_string(r.match)}, {"params", r.params},    {"message", r.message}};
     if (r.match != Match::not_found) {
       j["tuned_on"] = r.device_name;
-      j["tuned_problem"] = problem_text(r.problem);
+      j["tuned_problem"] = r.problem.text();
     }
     if (r.median_ms) j["median_ms"] = *r.median_ms;
     if (r.metric) j["metric"] = *r.metric, j["metric_unit"] = r.metric_unit;

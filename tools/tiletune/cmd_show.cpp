@@ -29,8 +29,8 @@ int cmd_show(const std::vector<std::string>& argv) {
   if (vm.count("list")) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& s : store.sweeps(c.family, device, problem))
-      rows.push_back({std::to_string(s.id), s.kind, s.family, problem_text(s.problem), s.device.name,
-                      s.status, std::to_string(s.result_count), s.started_at});
+      rows.push_back({std::to_string(s.id), s.kind, s.family, s.problem.text(), s.device.name, s.status,
+                      std::to_string(s.result_count), s.started_at});
     print_table(std::cout, {"id", "kind", "family", "problem", "device", "status", "results", "started"},
                 rows);
     return 0;
@@ -46,7 +46,7 @@ int cmd_show(const std::vector<std::string>& argv) {
     throw std::runtime_error("no matching sweep in " + c.db +
                              (sweep_id ? " (id " + std::to_string(sweep_id) + ")" : ""));
   std::cout << "sweep " << sweep->id << " (" << sweep->kind << ", " << sweep->status << "): " << sweep->family
-            << " at " << problem_text(sweep->problem) << " on " << sweep->device.name << ", started "
+            << " at " << sweep->problem.text() << " on " << sweep->device.name << ", started "
             << sweep->started_at << (sweep->ended_at.empty() ? "" : ", ended " + sweep->ended_at) << "\n";
   if (sweep->best_found_count)
     std::cout << "best found at measurement " << *sweep->best_found_count << ", after "

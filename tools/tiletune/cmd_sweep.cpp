@@ -26,7 +26,7 @@ extern "C" void on_interrupt(int) { g_stop.store(true); }
 void print_summary(const KernelFamily& family, const ProblemKey& problem, const SweepSummary& s,
                    const Store& store) {
   std::cout << "\n"
-            << family.name << " at " << problem_text(problem) << ": sweep " << s.sweep_id
+            << family.name << " at " << problem.text() << ": sweep " << s.sweep_id
             << (s.interrupted ? " interrupted" : " done") << " in " << fmt(s.seconds, 1) << " s (GPU busy "
             << fmt(s.gpu_busy_seconds, 1) << " s, "
             << fmt(s.seconds > 0 ? 100 * s.gpu_busy_seconds / (s.seconds * std::max<double>(1, s.gpus.size()))
@@ -91,7 +91,10 @@ std::vector<int> parse_gpus(const std::string& text) {
 // A pool's device indices as --gpus takes them: "0,1".
 std::string gpu_list(const std::vector<Worker*>& pool) {
   std::string list;
-  for (const Worker* w : pool) list += (list.empty() ? "" : ",") + std::to_string(w->gpu());
+  for (const Worker* w : pool) {
+    if (!list.empty()) list += ',';
+    list += std::to_string(w->gpu());
+  }
   return list;
 }
 
@@ -224,9 +227,10 @@ int cmd_sweep(const std::vector<std::string>& argv) {
       "measure on several GPUs at once: 'all' or indices such as 0,1 (one sweep per GPU model)")(
       "resume", "continue the newest unfinished sweep of this family and problem on this GPU")(
       "strategy", po::value(&o.strategy)->default_value(o.strategy),
-      "brute_force, random, annealing (the last two, with --budget, sample spaces of any size) or auto "
-      "(brute force up to --budget runnable configurations, a random sample beyond; the default without "
-      "--family)")(
+      (strategy_help() +
+       "auto: brute force up to --budget runnable configurations, guided (or a random sample where XGBoost "
+       "cannot be opened) beyond; the default without --family")
+          .c_str())(
       "budget", po::value(&o.budget)->default_value(0),
       ("measure at most this many configurations (0: all; a space over " + std::to_string(kMaxSpaceSize) +
        " needs one; " + std::to_string(kMainJobBudget) + " without --family)")
@@ -381,7 +385,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
     std::vector<std::vector<std::string>> table;
     for (const auto& r : rows) {
       const auto& b = r.summary.best;
-      std::vector<std::string> row = {r.family->name, problem_text(r.problem), r.summary.strategy,
+      std::vector<std::string> row = {r.family->name, r.problem.text(), r.summary.strategy,
                                       std::to_string(r.summary.measured)};
       if (gpus.pools.size() > 1) row.insert(row.begin() + 2, r.gpus);
       if (b) {

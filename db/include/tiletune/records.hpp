@@ -35,8 +35,15 @@ struct ProblemKey {
 
   std::string size_text() const;  // "1000x1000x777"
   std::string args_text() const;  // "mask_width=5,boundary=0" sorted by name, "" when none
+  std::string text() const;       // as messages name a problem: problem_text(size_text(), args_text())
   bool operator==(const ProblemKey&) const = default;
 };
+
+// A C identifier: a letter or underscore, then letters, digits and underscores (ASCII).
+bool is_identifier(std::string_view name);
+
+// A problem as messages and tables name it: "1000x1000x777", or "1048576 mask_width=5" with arguments.
+std::string problem_text(const std::string& size_text, const std::string& args_text);
 
 // "1000x1000x777" -> {1000,1000,777}; throws std::invalid_argument on anything that is not positive integers.
 std::vector<std::int64_t> parse_size_text(std::string_view text);

@@ -69,12 +69,6 @@ std::string shown(const std::string& text, std::size_t max = 120) {
   return out;
 }
 
-bool is_identifier(const std::string& name) {
-  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
 // ---- Python: tokens ----
 
 enum class Tok { end, number, name, op };

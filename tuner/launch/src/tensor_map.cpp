@@ -72,7 +72,7 @@ CUtensorMapDataType data_type(wire::TensorMapDataType t) {
 template <typename T>
 std::string list(const std::vector<T>& values) {
   std::string out;
-  for (const auto& v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+  for (const auto& v : values) out.append(out.empty() ? "" : ",").append(std::to_string(v));
   return out.empty() ? "-" : out;
 }
 

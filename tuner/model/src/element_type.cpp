@@ -91,7 +91,7 @@ bool holds_integer(ElementType t, std::int64_t value) {
 
 std::string integer_range_text(ElementType t) {
   const auto [lo, hi] = integer_range(t);
-  return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return std::string("[").append(std::to_string(lo)).append(", ").append(std::to_string(hi)).append("]");
 }
 bool is_floating(ElementType t) { return info(t).floating; }
 std::string cuda_type_name(ElementType t) { return info(t).cuda_name; }

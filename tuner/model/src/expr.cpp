@@ -401,7 +401,9 @@ class Evaluator {
   }
 
   [[gnu::noinline]] std::int64_t call(const std::string& f, std::int64_t a, std::int64_t b) const {
-    const auto args = [&] { return "(" + std::to_string(a) + ", " + std::to_string(b) + ")"; };
+    const auto args = [&] {
+      return std::string("(").append(std::to_string(a)).append(", ").append(std::to_string(b)).append(")");
+    };
     if (f == "ceil_div" || f == "round_up") {
       if (b <= 0) fail(f + args() + ": the divisor must be positive");
       // b > 0: a / b cannot overflow, and a / b + 1 only when b == 1, where the remainder is 0.

@@ -28,13 +28,6 @@ std::string read_text(const std::filesystem::path& path) {
   return out.str();
 }
 
-bool is_identifier(const std::string& name) {
-  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
-  for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
-
 // Reads family.json fields with messages that name the file and the field.
 class Reader {
  public:

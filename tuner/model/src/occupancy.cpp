@@ -53,7 +53,7 @@ Occupancy compute_occupancy(const DeviceLimits& device, int threads_per_block, i
                                                {OCC_LIMIT_BLOCKS, "blocks"},
                                                {OCC_LIMIT_BARRIERS, "barriers"}};
   for (const auto& [bit, name] : names)
-    if (f & bit) occ.limiter += (occ.limiter.empty() ? "" : "+") + std::string(name);
+    if (f & bit) occ.limiter.append(occ.limiter.empty() ? "" : "+").append(name);
   if (occ.limiter.empty()) occ.limiter = "threads";
   return occ;
 }

@@ -14,10 +14,6 @@ namespace {
 
 Timing timing_from(const wire::Reply& r) { return Timing{r.median_ms, r.p25_ms, r.p75_ms, r.spread, r.reps}; }
 
-std::string problem_text(const ProblemKey& p) {
-  return p.size_text() + (p.args.empty() ? "" : " " + p.args_text());
-}
-
 struct Measured {
   Params params;
   std::string source;
@@ -62,7 +58,7 @@ Measured best_or_default(const KernelFamily& family, const ProblemKey& problem, 
                          const MeasureSettings& s, std::ostream& log) {
   if (auto best = store.best(family.name, device.name, problem))
     return measure_config(family, problem, best->record.params, "tuned", device, worker, cache, s);
-  log << "note: no tuned " << family.name << " for " << problem_text(problem) << " on " << device.name
+  log << "note: no tuned " << family.name << " for " << problem.text() << " on " << device.name
       << "; using its default configuration\n";
   return measure_config(family, problem, family.default_params(), "default", device, worker, cache, s);
 }

@@ -63,7 +63,7 @@ bool measured(const Times& times, std::size_t i) { return i < times.size() && ti
 class GuidedStrategy : public Strategy {
  public:
   GuidedStrategy(std::size_t budget, std::size_t space_size, std::uint64_t seed, const GuidedOptions& options)
-      : budget_(budget), options_(options), rng_(seed), model_(options.rounds, seed) {
+      : rng_(seed), budget_(budget), options_(options), model_(options.rounds, seed) {
     // A small space cannot spend many measurements on learning: a shorter random start, smaller batches.
     if (options_.initial == 0) options_.initial = std::clamp<std::size_t>(space_size / 50, 4, 24);
     options_.batch = std::clamp<std::size_t>(space_size / 40, 2, options_.batch);

@@ -41,8 +41,7 @@ ReplaySpace replay_space_from_store(const Store& store, std::int64_t sweep_id) {
   check_sweep(info, sweep_id);
   ReplaySpace space;
   space.family = info->family;
-  space.name = info->family + " " + info->problem.size_text() +
-               (info->problem.args.empty() ? "" : " " + info->problem.args_text()) + " " + info->device.name;
+  space.name = info->family + " " + info->problem.text() + " " + info->device.name;
   std::vector<double> compile, measure;
   for (const auto& r : store.results(sweep_id)) {
     const ResultRecord& rec = r.record;

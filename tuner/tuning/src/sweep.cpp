@@ -164,8 +164,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
   const std::vector<DeviceLimits> devices = pool_devices(workers);
   const DeviceLimits& device = devices.front();
   const std::size_t lanes = workers.size();
-  const std::string problem_text =
-      problem.size_text() + (problem.args.empty() ? "" : " " + problem.args_text());
+  const std::string problem_text = problem.text();
   for (const auto& d : devices) summary.gpus.push_back({d.ordinal, d.uuid, 0, 0, 0});
   std::vector<int> restarts_before;  // the workers serve sweep after sweep: this one's restarts are the rise
   for (Worker* w : workers) restarts_before.push_back(w->restarts());
@@ -228,7 +227,7 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
     std::string text = name + (options.shard.whole() ? "" : " shard " + options.shard.text());
     if (lanes > 1)
       text += " on " + std::to_string(lanes) + " GPUs" +
-              (name == "annealing" ? " (" + std::to_string(lanes) + " walkers)" : "");
+              (find_strategy(name).walker_per_lane ? " (" + std::to_string(lanes) + " walkers)" : "");
     return text;
   };
   auto begin = [&](const std::string& name) {
@@ -296,9 +295,10 @@ SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, St
 
     std::vector<Params> candidate_params;
     for (const auto& c : table) candidate_params.push_back(c.params);
-    walkers = name == "guided" ? guided_walker(family, device, table, store, summary.sweep_id, options, out)
-                               : make_strategies(name, family, candidate_params, options.budget,
-                                                 options.measure.seed, lanes);
+    walkers =
+        find_strategy(name).reads_history
+            ? guided_walker(family, device, table, store, summary.sweep_id, options, out)
+            : make_strategies(name, family, candidate_params, options.budget, options.measure.seed, lanes);
     std::vector<CompileJob> jobs;
     job_of.assign(table.size(), kNoJob);
     for (std::size_t i : walkers.front()->likely_order()) {

@@ -646,7 +646,7 @@ class GpuSide {
       at[d] = index % extent;
       index /= extent;
     }
-    for (auto v : at) out += "[" + std::to_string(v) + "]";
+    for (auto v : at) out.append("[").append(std::to_string(v)).append("]");
     return out;
   }
 
