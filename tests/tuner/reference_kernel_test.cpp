@@ -140,11 +140,12 @@ INSTANTIATE_TEST_SUITE_P(Sizes, GemmReference,
 
 // gemm_bf16_wgmma/gemm_abt_reference.cu, for the A B^T families (B given as N x K): the same geometry, one
 // kernel per input type, the inputs rounded to that type first.
+// b_kn: B is given K x N (C = A B) rather than N x K (C = A B^T).
 template <typename T>
 void check_gemm_abt(const GemmCase& c, T convert(float),
-                    void kernel(const T*, const T*, double*, int, int, int)) {
+                    void kernel(const T*, const T*, double*, int, int, int), bool b_kn = false) {
   const auto [M, N, K] = c;
-  std::mt19937 rng(2000 + M * 7 + N * 13 + K);
+  std::mt19937 rng((b_kn ? 3000 : 2000) + M * 7 + N * 13 + K);
   std::vector<T> A, B;
   std::vector<double> a, b;  // the same values, widened
   for (float x : random_floats(size_t(M) * K, rng)) {
@@ -159,7 +160,8 @@ void check_gemm_abt(const GemmCase& c, T convert(float),
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       double acc = 0.0;
-      for (int k = 0; k < K; ++k) acc += a[size_t(i) * K + k] * b[size_t(j) * K + k];
+      for (int k = 0; k < K; ++k)
+        acc += a[size_t(i) * K + k] * b[b_kn ? size_t(k) * N + j : size_t(j) * K + k];
       want[size_t(i) * N + j] = acc;
     }
   std::vector<double> C = poisoned(want.size());
@@ -184,41 +186,15 @@ INSTANTIATE_TEST_SUITE_P(Sizes, GemmAbtReference,
                          gemm_name);
 
 // gemm_bf16_wgmma_ab/gemm_ab_reference.cu, for the 16-bit C = A B tensor-core families (B given as K x N):
-// the same geometry, one kernel per input type, the inputs rounded to that type first.
-template <typename T>
-void check_gemm_ab(const GemmCase& c, T convert(float),
-                   void kernel(const T*, const T*, double*, int, int, int)) {
-  const auto [M, N, K] = c;
-  std::mt19937 rng(3000 + M * 7 + N * 13 + K);
-  std::vector<T> A, B;
-  std::vector<double> a, b;  // the same values, widened
-  for (float x : random_floats(size_t(M) * K, rng)) {
-    A.push_back(convert(x));
-    a.push_back(double(float(A.back())));
-  }
-  for (float x : random_floats(size_t(K) * N, rng)) {
-    B.push_back(convert(x));
-    b.push_back(double(float(B.back())));
-  }
-  std::vector<double> want(size_t(M) * N);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      double acc = 0.0;
-      for (int k = 0; k < K; ++k) acc += a[size_t(i) * K + k] * b[size_t(k) * N + j];
-      want[size_t(i) * N + j] = acc;
-    }
-  std::vector<double> C = poisoned(want.size());
-  launch(dim3(ceil_div(N, 16), ceil_div(M, 16)), dim3(16, 16), kernel, A.data(), B.data(), C.data(), M, N, K);
-  expect_matches(C, want, 0.0, N);
-}
+// the same check with B's elements read as K x N.
 
 class GemmAbReference : public testing::TestWithParam<GemmCase> {};
 
 TEST_P(GemmAbReference, EveryElementMatchesFloat64ForEachInputType) {
-  check_gemm_ab<__nv_bfloat16>(
-      GetParam(), [](float x) { return __float2bfloat16(x); }, ref_gemm_ab::gemm_ab_reference_bf16);
-  check_gemm_ab<__half>(
-      GetParam(), [](float x) { return __float2half(x); }, ref_gemm_ab::gemm_ab_reference_f16);
+  check_gemm_abt<__nv_bfloat16>(
+      GetParam(), [](float x) { return __float2bfloat16(x); }, ref_gemm_ab::gemm_ab_reference_bf16, true);
+  check_gemm_abt<__half>(
+      GetParam(), [](float x) { return __float2half(x); }, ref_gemm_ab::gemm_ab_reference_f16, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, GemmAbReference,
