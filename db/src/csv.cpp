@@ -672,9 +672,12 @@ void Store::export_csv(std::ostream& out, const std::string& family, const std::
 
 ImportSummary Store::import_csv(const std::string& text, const CsvImportLimits& limits) {
   const ReadCsv read = read_csv(text, limits);
-  return rows::write_imported(impl_->db, read.sweeps, [&read](std::size_t i, const std::string& part) {
-    return read.places[i] + (part.empty() ? "" : ", " + part);
-  });
+  return rows::write_imported(
+      impl_->db, read.sweeps,
+      [&read](std::size_t i, const std::string& part) {
+        return read.places[i] + (part.empty() ? "" : ", " + part);
+      },
+      impl_->import_check);
 }
 
 }  // namespace tiletune

@@ -385,10 +385,15 @@ std::string Store::export_json(const std::string& family, const std::string& dev
 
 ImportSummary Store::import_json(const std::string& text) {
   const std::vector<ImportedSweep> sweeps = read_document(text);
-  return rows::write_imported(impl_->db, sweeps, [](std::size_t i, const std::string& part) {
-    return "sweeps[" + std::to_string(i) + "]" + (part.empty() ? "" : "." + part);
-  });
+  return rows::write_imported(
+      impl_->db, sweeps,
+      [](std::size_t i, const std::string& part) {
+        return "sweeps[" + std::to_string(i) + "]" + (part.empty() ? "" : "." + part);
+      },
+      impl_->import_check);
 }
+
+void Store::check_imports_with(ImportPlanCheck check) { impl_->import_check = std::move(check); }
 
 void Store::export_header(std::ostream& out, const std::string& family,
                           const std::string& device_name) const {

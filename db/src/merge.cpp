@@ -116,43 +116,70 @@ struct Comparison {
 };
 
 // Walks both copies' results side by side in params order; memory holds the incoming copy's extra params.
-Comparison compare(const sql::Db& out, const StoredSweep& kept, const sql::Db& in,
-                   const SweepInfo& incoming) {
-  Comparison c;
-  if (kept.family != incoming.family || kept.template_hash != incoming.template_hash) {
-    c.disagreement = "family " + kept.family + " (" + kept.template_hash + ") there, " + incoming.family +
-                     " (" + incoming.template_hash + ") here";
-    return c;
-  }
-  if (kept.size_text != incoming.problem.size_text() || kept.args_text != incoming.problem.args_text()) {
-    c.disagreement = "problem " + kept.size_text + " there, " + incoming.problem.size_text() + " here";
-    return c;
-  }
+// Another family or problem under the same uid; nullopt when both copies name the same.
+std::optional<std::string> sweep_disagreement(const StoredSweep& kept, const SweepInfo& incoming) {
+  if (kept.family != incoming.family || kept.template_hash != incoming.template_hash)
+    return "family " + kept.family + " (" + kept.template_hash + ") there, " + incoming.family + " (" +
+           incoming.template_hash + ") here";
+  if (kept.size_text != incoming.problem.size_text() || kept.args_text != incoming.problem.args_text())
+    return "problem " + kept.size_text + " there, " + incoming.problem.size_text() + " here";
+  return std::nullopt;
+}
+
+// One copy's results in params order; the incoming copy's ok results as they would be stored (pruned where
+// the plan refuses them).
+class ResultRows {
+ public:
   struct Row {
     std::string params, outcome;
     std::optional<double> median;
   };
-  sql::Stmt a = results_by_params(out, kept.id), b = results_by_params(in, incoming.id);
-  const auto next = [](sql::Stmt& stmt) -> std::optional<Row> {
-    if (!stmt.step()) return std::nullopt;
-    return Row{stmt.column_text(0), stmt.column_text(1), stmt.column_optional_double(2)};
-  };
-  std::optional<Row> x = next(a), y = next(b);
+  ResultRows(const sql::Db& db, std::int64_t sweep_id, const SweepInfo* incoming = nullptr,
+             const ImportPlanCheck* check = nullptr)
+      : stmt_(results_by_params(db, sweep_id)), incoming_(incoming), check_(check) {}
+
+  std::optional<Row> next() {
+    if (!stmt_.step()) return std::nullopt;
+    Row row{stmt_.column_text(0), stmt_.column_text(1), stmt_.column_optional_double(2)};
+    if (row.outcome == "ok" && check_ != nullptr && *check_ &&
+        !(*check_)(incoming_->family, incoming_->device, incoming_->problem, params_from_text(row.params))
+             .empty())
+      row = Row{row.params, "pruned", std::nullopt};
+    return row;
+  }
+
+ private:
+  sql::Stmt stmt_;
+  const SweepInfo* incoming_;
+  const ImportPlanCheck* check_;
+};
+
+// How two results of the same params differ; nullopt when they agree.
+std::optional<std::string> result_disagreement(const ResultRows::Row& x, const ResultRows::Row& y) {
+  if (x.outcome != y.outcome) return x.params + ": " + x.outcome + " there, " + y.outcome + " here";
+  if (x.median != y.median)
+    return x.params + ": median " + median_text(x.median) + " there, " + median_text(y.median) + " here";
+  return std::nullopt;
+}
+
+Comparison compare(const sql::Db& out, const StoredSweep& kept, const sql::Db& in, const SweepInfo& incoming,
+                   const ImportPlanCheck& check) {
+  Comparison c;
+  c.disagreement = sweep_disagreement(kept, incoming);
+  if (c.disagreement) return c;
+  ResultRows a(out, kept.id), b(in, incoming.id, &incoming, &check);
+  std::optional<ResultRows::Row> x = a.next(), y = b.next();
   while (x || y) {
     if (x && (!y || x->params < y->params)) {
       if (c.only_kept++ == 0) c.example_only_kept = x->params;
-      x = next(a);
+      x = a.next();
     } else if (y && (!x || y->params < x->params)) {
       c.only_incoming.insert(y->params);
-      y = next(b);
+      y = b.next();
     } else {
-      if (!c.disagreement && x->outcome != y->outcome)
-        c.disagreement = x->params + ": " + x->outcome + " there, " + y->outcome + " here";
-      else if (!c.disagreement && x->median != y->median)
-        c.disagreement =
-            x->params + ": median " + median_text(x->median) + " there, " + median_text(y->median) + " here";
-      x = next(a);
-      y = next(b);
+      if (!c.disagreement) c.disagreement = result_disagreement(*x, *y);
+      x = a.next();
+      y = b.next();
     }
   }
   return c;
@@ -208,7 +235,8 @@ std::optional<std::int64_t> device_row(const sql::Db& out, const DeviceRecord& d
 // Writes the incoming copy's results (those named in `only`, when given) to the output sweep `to`, each held
 // to the import's rules; returns how many.
 std::int64_t copy_results(const sql::Db& out, std::int64_t to, std::int64_t family_id, const sql::Db& in,
-                          const SweepInfo& s, const std::set<std::string>* only = nullptr) {
+                          const SweepInfo& s, const ImportPlanCheck& check,
+                          const std::set<std::string>* only = nullptr) {
   rows::ResultWriter writer(out, family_id);
   std::int64_t written = 0;
   for (const StoredResult& r : rows::select_results(in, s.id)) {
@@ -216,7 +244,8 @@ std::int64_t copy_results(const sql::Db& out, std::int64_t to, std::int64_t fami
     if (only != nullptr && only->count(params) == 0) continue;
     rows::check_measurement(r.record, s.kind == "sweep",
                             [&](const std::string& key) { return "result " + params + ": " + key; });
-    writer.write(to, r.record, r.measured_at);
+    writer.write(to, checked_against_plan(r.record, check, s.family, s.device, s.problem, "merged as ok"),
+                 r.measured_at);
     ++written;
   }
   return written;
@@ -225,7 +254,7 @@ std::int64_t copy_results(const sql::Db& out, std::int64_t to, std::int64_t fami
 // Adds the sweep and every result as stored, held to the import's rules (it is what an export and an import
 // would carry); returns the results added, or nullopt when the output refuses its device.
 std::optional<std::int64_t> copy_sweep(const sql::Db& out, const sql::Db& in, const SweepInfo& s,
-                                       std::string& refused) {
+                                       const ImportPlanCheck& check, std::string& refused) {
   rows::ImportedSweep checked;
   checked.uid = s.uid;
   checked.device = s.device;
@@ -253,7 +282,7 @@ std::optional<std::int64_t> copy_sweep(const sql::Db& out, const sql::Db& in, co
   if (!s.ended_at.empty()) row.ended_at = s.ended_at;
   row.tiletune_version = s.tiletune_version;
   row.git_sha = s.git_sha;
-  const std::int64_t added = copy_results(out, rows::insert_sweep(out, row), row.family_id, in, s);
+  const std::int64_t added = copy_results(out, rows::insert_sweep(out, row), row.family_id, in, s, check);
   savepoint.release();
   return added;
 }
@@ -261,8 +290,9 @@ std::optional<std::int64_t> copy_sweep(const sql::Db& out, const sql::Db& in, co
 // The stored copy is an earlier snapshot of the incoming one (a sweep copied while it ran): adds the results
 // it lacks, held to the import's rules, and takes the incoming copy's status and end time.
 std::int64_t extend_sweep(const sql::Db& out, const StoredSweep& kept, const sql::Db& in, const SweepInfo& s,
-                          const std::set<std::string>& missing) {
-  const std::int64_t added = copy_results(out, kept.id, rows::sweep_family_id(out, kept.id), in, s, &missing);
+                          const std::set<std::string>& missing, const ImportPlanCheck& check) {
+  const std::int64_t added =
+      copy_results(out, kept.id, rows::sweep_family_id(out, kept.id), in, s, check, &missing);
   sql::Stmt update = out.prepare("UPDATE sweeps SET status = ?1, ended_at = ?2 WHERE id = ?3");
   update.bind(1, s.status)
       .bind(2, s.ended_at.empty() ? std::nullopt : std::optional<std::string>(s.ended_at));
@@ -303,7 +333,7 @@ void restore_new_output(const fs::path& output, bool existed) {
 }  // namespace
 
 Store::MergeSummary Store::merge(const std::vector<fs::path>& inputs, const fs::path& output,
-                                 std::ostream& report) {
+                                 std::ostream& report, const ImportPlanCheck& check) {
   if (inputs.empty()) throw StoreError("merge: no input databases");
   check_not_an_input(inputs, output);
 
@@ -346,7 +376,7 @@ Store::MergeSummary Store::merge(const std::vector<fs::path>& inputs, const fs::
         for (const SweepInfo& s : rows::sweeps_for_export(in, "", "")) {
           try {
             if (const auto kept = stored_sweep(out, s.uid)) {
-              const Comparison c = compare(out, *kept, in, s);
+              const Comparison c = compare(out, *kept, in, s, check);
               if (!c.disagreement && c.only_kept == 0 && c.only_incoming.empty()) {
                 ++counts.sweeps_skipped;
                 continue;
@@ -356,7 +386,7 @@ Store::MergeSummary Store::merge(const std::vector<fs::path>& inputs, const fs::
               const std::string sizes = std::to_string(kept->result_count) + " results there, " +
                                         std::to_string(s.result_count) + " here";
               if (!c.disagreement && c.only_kept == 0) {
-                const std::int64_t added = extend_sweep(out, *kept, in, s, c.only_incoming);
+                const std::int64_t added = extend_sweep(out, *kept, in, s, c.only_incoming, check);
                 counts.results_added += added;
                 conflict(s, "a more complete copy of the sweep in " + there + " (" + sizes +
                                 ", the same where both have a result): added the " + std::to_string(added) +
@@ -377,7 +407,7 @@ Store::MergeSummary Store::merge(const std::vector<fs::path>& inputs, const fs::
               continue;
             }
             std::string refused;
-            const auto added = copy_sweep(out, in, s, refused);
+            const auto added = copy_sweep(out, in, s, check, refused);
             if (!added) {
               conflict(s, refused + "; sweep skipped");
               continue;

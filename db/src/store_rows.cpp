@@ -569,7 +569,8 @@ void check_measurement(const ResultRecord& r, bool measured, const Where& where)
 }
 
 ImportSummary write_imported(const sql::Db& db, const std::vector<ImportedSweep>& sweeps,
-                             const std::function<std::string(std::size_t, const std::string&)>& where) {
+                             const std::function<std::string(std::size_t, const std::string&)>& where,
+                             const ImportPlanCheck& check) {
   ImportSummary summary;
   // One transaction for the whole file: a failure anywhere leaves the database as it was.
   sql::Transaction transaction(db);
@@ -606,7 +607,10 @@ ImportSummary write_imported(const sql::Db& db, const std::vector<ImportedSweep>
     try {
       const std::int64_t sweep_id = insert_sweep(db, row);
       ResultWriter writer(db, row.family_id);
-      for (const ImportedResult& r : s.results) writer.write(sweep_id, r.record, r.measured_at);
+      for (const ImportedResult& r : s.results)
+        writer.write(sweep_id,
+                     checked_against_plan(r.record, check, s.family, s.device, s.problem, "imported as ok"),
+                     r.measured_at);
     } catch (const StoreError& e) {
       throw fail("", e);
     }

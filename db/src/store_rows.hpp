@@ -17,6 +17,7 @@ namespace tiletune {
 
 struct Store::Impl {
   sql::Db db;
+  ImportPlanCheck import_check;  // see Store::check_imports_with
 };
 
 namespace rows {
@@ -136,8 +137,10 @@ void check_measurement(const ResultRecord& result, bool measured, const Where& w
 // Adds, in one BEGIN IMMEDIATE transaction, every sweep whose uid the database does not have; a failure
 // anywhere (a device that would take over a stored one, a full disk) leaves the database as it was. Throws
 // StoreError "import: PLACE: WHY", PLACE being where(sweep index, part) with part "device", "family" or "".
+// Each ok result is held to `check` (see ImportPlanCheck).
 ImportSummary write_imported(const sql::Db& db, const std::vector<ImportedSweep>& sweeps,
-                             const std::function<std::string(std::size_t, const std::string&)>& where);
+                             const std::function<std::string(std::size_t, const std::string&)>& where,
+                             const ImportPlanCheck& check);
 
 }  // namespace rows
 }  // namespace tiletune

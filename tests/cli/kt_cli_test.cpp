@@ -341,3 +341,46 @@ TEST(KernelTunerCli, OkEntriesThePlanPrunesAreStoredAsPruned) {
   EXPECT_NE(best.out.find("TILE_K=32"), std::string::npos) << best.out << best.err;
   EXPECT_EQ(best.out.find("TILE_WIDTH=64"), std::string::npos) << best.out;
 }
+
+// A tiletune export edited to claim as ok, and fastest, a configuration gemm_tiled cannot run on the H100
+// (64 x 32 threads a block): imported as JSON, and merged, it is stored as pruned with the plan's reason,
+// and query never returns it.
+TEST(KernelTunerCli, ExportsThatClaimWhatThePlanPrunesAreStoredAsPruned) {
+  TempDir dir;
+  write_text(dir.path / "cache.json", closed(header(), entries15));
+  ASSERT_EQ(tiletune_cmd("import --format kernel_tuner cache.json --family gemm_tiled", dir).status, 0);
+  nlohmann::json doc = exported(dir);
+  auto& sweep = doc.at("sweeps").at(0);
+  sweep["uid"] = "0123456789abcdef0123456789abcdef";
+  nlohmann::json claimed;
+  for (const auto& r : sweep.at("results"))
+    if (r.at("outcome") == "ok") claimed = r;
+  ASSERT_FALSE(claimed.is_null());
+  claimed["params"] = {{"BLOCK_Y", 32}, {"TILE_K", 64}, {"TILE_WIDTH", 64}};
+  claimed["median_ms"] = 0.001;
+  claimed["min_ms"] = 0.001;
+  sweep.at("results").push_back(claimed);
+  write_text(dir.path / "claims.json", doc.dump());
+  const CmdResult r = tiletune_cmd("import claims.json --db claims.db", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("not checked"), std::string::npos) << r.out;
+  nlohmann::json stored = exported(dir, "claims.db");
+  int found = 0;
+  for (const auto& s : stored.at("sweeps"))
+    for (const auto& result : s.at("results"))
+      if (result.at("params") == claimed.at("params") && s.at("uid") == sweep.at("uid")) {
+        ++found;
+        EXPECT_EQ(result.at("outcome"), "pruned");
+        EXPECT_EQ(result.at("reason"), "threads: 2048 per block > 1024 (imported as ok)");
+      }
+  EXPECT_EQ(found, 1);
+  const CmdResult merged = tiletune_cmd("merge claims.db -o merged.db", dir);
+  ASSERT_EQ(merged.status, 0) << merged.err;
+  for (const std::string db : {"claims.db", "merged.db"}) {
+    const CmdResult best = tiletune_cmd(
+        "query --db " + db + " --family gemm_tiled --size 1000x1000x1000 --device 'NVIDIA H100 80GB HBM3'",
+        dir);
+    EXPECT_EQ(best.status, 0) << best.err;
+    EXPECT_EQ(best.out.find("TILE_WIDTH=64"), std::string::npos) << db << ": " << best.out;
+  }
+}

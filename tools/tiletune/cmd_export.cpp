@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "tiletune/bundle.hpp"
+#include "tiletune/import_check.hpp"
 #include "tiletune/kernel_tuner.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/store.hpp"
@@ -326,6 +327,9 @@ int cmd_import(const std::vector<std::string>& argv) {
     throw std::runtime_error(input + ": more than " + std::to_string(csv_limit) +
                              " bytes, more than a CSV import reads (nothing imported)");
   Store store = Store::open(c.db);
+  const std::vector<KernelFamily> known = families(c);
+  const auto unchecked = std::make_shared<UncheckedImports>();
+  store.check_imports_with(import_plan_check(known, unchecked));
   ImportSummary s;
   try {
     s = find_format(import_formats(), format, import_choices).read(store, text, c);
@@ -338,6 +342,7 @@ int cmd_import(const std::vector<std::string>& argv) {
   }
   std::cout << "imported " << s.sweeps_added << " sweeps (" << s.results_added << " results), skipped "
             << s.sweeps_skipped << " already present\n";
+  if (const std::string line = unchecked_imports_line(*unchecked); !line.empty()) std::cout << line << "\n";
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,5 +75,18 @@ struct BestConfig {
   std::string family, device_name, arch, size_text, args_text;
   StoredResult result;
 };
+
+// What the family's plan says of a result that an import or a merge brings as ok: "" when the plan for that
+// device and problem runs the configuration, else why not, and the result is then stored as pruned with
+// that reason. The caller, which knows the families, gives it (tiletune/import_check.hpp); none means every
+// result is stored as it came.
+using ImportPlanCheck = std::function<std::string(const std::string& family, const DeviceRecord& device,
+                                                  const ProblemKey& problem, const Params& params)>;
+
+// `record` as an import stores it: an ok result that `check` refuses becomes pruned with the plan's reason
+// and `origin` ("imported as ok"), its measurements dropped; anything else unchanged.
+ResultRecord checked_against_plan(const ResultRecord& record, const ImportPlanCheck& check,
+                                  const std::string& family, const DeviceRecord& device,
+                                  const ProblemKey& problem, const std::string& origin);
 
 }  // namespace tiletune

@@ -91,6 +91,9 @@ class Store {
   // Validates the whole document before writing anything; one transaction; sweeps already present (same uid)
   // are skipped. Throws StoreError on malformed input, leaving the database unchanged.
   ImportSummary import_json(const std::string& text);
+  // Holds every ok result that import_json and import_csv bring to its family's plan (see ImportPlanCheck):
+  // what the plan refuses is stored as pruned with its reason and "(imported as ok)", never as ok.
+  void check_imports_with(ImportPlanCheck check);
   // One RFC 4180 row per result (CRLF, a header row), with every column the JSON export has: the result's,
   // and its sweep's repeated on each row; a sweep without results is one row with empty result columns
   // (db/SCHEMA.md lists the columns).
@@ -132,8 +135,11 @@ class Store {
     MergeCounts total;
     int shard_groups = 0;  // (family, device, problem) groups of the output measured in more than one sweep
   };
+  // `check` holds each incoming ok result to its family's plan (see ImportPlanCheck); what it refuses is
+  // stored as pruned ("... (merged as ok)").
   static MergeSummary merge(const std::vector<std::filesystem::path>& inputs,
-                            const std::filesystem::path& output, std::ostream& report);
+                            const std::filesystem::path& output, std::ostream& report,
+                            const ImportPlanCheck& check = {});
 
  private:
   struct Impl;

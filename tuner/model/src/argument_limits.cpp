@@ -1,5 +1,7 @@
 #include "argument_limits.hpp"
 
+#include <algorithm>
+
 namespace tiletune {
 
 namespace {
@@ -42,22 +44,29 @@ std::string scalar_range_problem(const KernelFamily& family, const Vars& vars) {
 }
 
 std::string memory_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device) {
-  unsigned __int128 total = 0;
+  unsigned __int128 total = 0, copies = 0;
   for (const auto& a : family.arguments) {
     if (a.kind != ArgKind::buffer) continue;
     const std::int64_t count = a.count.eval(vars);
     if (!add_bytes(total, count, a.type))
       return "memory: buffer " + a.name + " has " + std::to_string(count) + " elements";
+    // The measuring worker keeps an inout buffer's input, to restore it before each run, and each output's
+    // truth, to check every run against.
+    if (a.role == BufferRole::inout) add_bytes(copies, count, a.type);
+    if (a.role != BufferRole::input) add_bytes(copies, count, family.reference.truth_type(a.type));
   }
   for (const auto& c : family.constants) {
     const std::int64_t count = c.count.eval(vars);
     if (!add_bytes(total, count, c.type))
       return "memory: constant " + c.name + " has " + std::to_string(count) + " elements";
   }
-  if (device.global_memory_bytes <= 0 || total <= static_cast<unsigned __int128>(device.global_memory_bytes))
+  // And a buffer it writes between timed runs to flush the L2 cache.
+  copies += static_cast<unsigned __int128>(std::max<long long>(device.l2_bytes * 2, 64LL << 20));
+  if (device.global_memory_bytes <= 0 ||
+      total + copies <= static_cast<unsigned __int128>(device.global_memory_bytes))
     return "";
-  return "memory: buffers need " + decimal_text(total) + " bytes, more than the device's " +
-         std::to_string(device.global_memory_bytes);
+  return "memory: buffers need " + decimal_text(total) + " bytes and the measuring worker's copies " +
+         decimal_text(copies) + " more, over the device's " + std::to_string(device.global_memory_bytes);
 }
 
 std::string argument_problem(const KernelFamily& family, const Vars& vars, const DeviceLimits& device) {

@@ -882,6 +882,11 @@ Tolerance default_tolerance(ElementType output) {
   }
 }
 
+ElementType Reference::truth_type(ElementType output) const {
+  const bool native = kind == Kind::family || !kernel.double_outputs;
+  return is_floating(output) && !native ? ElementType::f64 : output;
+}
+
 Tolerance Reference::tolerance_for(ElementType output) const {
   Tolerance t = default_tolerance(output);
   if (!is_floating(output)) return t;

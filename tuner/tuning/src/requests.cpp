@@ -204,8 +204,6 @@ wire::SetupRequest setup_request(const KernelFamily& family, const ProblemKey& p
                                  const DeviceLimits& device, const CompileCache& cache,
                                  const MeasureSettings& settings) {
   const Vars vars = family.vars(problem, {});
-  const bool native_truth =
-      family.reference.kind == Reference::Kind::family || !family.reference.kernel.double_outputs;
   wire::SetupRequest req;
   req.seed = settings.seed;
   try {
@@ -221,7 +219,7 @@ wire::SetupRequest setup_request(const KernelFamily& family, const ProblemKey& p
       if (a.role != BufferRole::output)
         b.fill = fill_spec(a.fill, a.type, b.count, family.name + " input " + a.name);
       for (const auto& d : a.dims) b.dims.push_back(d.eval(vars));
-      b.truth = is_floating(a.type) && !native_truth ? ElementType::f64 : a.type;
+      b.truth = family.reference.truth_type(a.type);
       const Tolerance t = family.reference.tolerance_for(a.type);
       b.rtol = t.rtol;
       b.atol = t.atol;

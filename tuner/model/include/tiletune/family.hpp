@@ -170,6 +170,9 @@ struct Reference {
   std::uint64_t allowed_differing(ElementType output, std::uint64_t count) const;
   // The tolerance for one output buffer of the given type.
   Tolerance tolerance_for(ElementType output) const;
+  // The type the truth of an output of this type is held in: double for a floating output that a reference
+  // kernel writes as double, else the output's own.
+  ElementType truth_type(ElementType output) const;
 };
 
 // A library call bench compares with: the library's operand names mapped onto the family's buffers and
