@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 
+#include "tiletune/utf8.hpp"
+
 namespace tiletune {
 
 bool is_identifier(std::string_view name) {
@@ -41,27 +43,32 @@ std::optional<std::int64_t> parse_int64(std::string_view text) {
   return value;
 }
 
+// Text from the input as a message quotes it: one line, control characters escaped, cut after 200 bytes.
+std::string quoted(std::string_view text) {
+  constexpr std::size_t limit = 200;
+  return "'" + printable_line(text.substr(0, limit)) + (text.size() > limit ? "...'" : "'");
+}
+
 // "a=1,b=-2" with C-identifier names and int64 values; `what` names the text in messages.
 std::map<std::string, std::int64_t> parse_pairs(std::string_view text, std::string_view what) {
   std::map<std::string, std::int64_t> pairs;
   if (trim(text).empty()) return pairs;
   const auto fail = [&](const std::string& why) -> std::invalid_argument {
-    return std::invalid_argument(std::string(what) + " must be NAME=INTEGER pairs separated by ',', got '" +
-                                 std::string(text) + "': " + why);
+    return std::invalid_argument(std::string(what) + " must be NAME=INTEGER pairs separated by ',', got " +
+                                 quoted(text) + ": " + why);
   };
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string_view item = text.substr(start, comma - start);
     const std::size_t eq = item.find('=');
-    if (eq == std::string_view::npos) throw fail("'" + std::string(item) + "' has no '='");
+    if (eq == std::string_view::npos) throw fail(quoted(item) + " has no '='");
     const std::string_view name = trim(item.substr(0, eq));
     const std::string_view value_text = trim(item.substr(eq + 1));
-    if (!is_identifier(name)) throw fail("'" + std::string(name) + "' is not a C identifier");
+    if (!is_identifier(name)) throw fail(quoted(name) + " is not a C identifier");
     const auto value = parse_int64(value_text);
-    if (!value) throw fail("'" + std::string(value_text) + "' is not a 64-bit integer");
-    if (!pairs.emplace(std::string(name), *value).second)
-      throw fail("'" + std::string(name) + "' appears twice");
+    if (!value) throw fail(quoted(value_text) + " is not a 64-bit integer");
+    if (!pairs.emplace(std::string(name), *value).second) throw fail(quoted(name) + " appears twice");
     start = comma + 1;
   }
   return pairs;
@@ -71,7 +78,7 @@ std::string pairs_to_text(const std::map<std::string, std::int64_t>& pairs, std:
   std::string text;
   for (const auto& [name, value] : pairs) {
     if (!is_identifier(name))
-      throw std::invalid_argument(std::string(what) + " name '" + name + "' is not a C identifier");
+      throw std::invalid_argument(std::string(what) + " name " + quoted(name) + " is not a C identifier");
     if (!text.empty()) text += ',';
     text += name;
     text += '=';
@@ -117,8 +124,7 @@ std::string problem_text(const std::string& size_text, const std::string& args_t
 
 std::vector<std::int64_t> parse_size_text(std::string_view text) {
   const auto fail = [&] {
-    return std::invalid_argument("size must be positive integers separated by 'x', got '" +
-                                 std::string(text) + "'");
+    return std::invalid_argument("size must be positive integers separated by 'x', got " + quoted(text));
   };
   std::vector<std::int64_t> dims;
   std::size_t start = 0;

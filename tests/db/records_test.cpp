@@ -69,6 +69,19 @@ TEST(Records, SizeTextRejectsZeroNegativeAndGarbage) {
   }
 }
 
+// What a parser echoes of its input is one line: control characters escaped, a long text cut.
+TEST(Records, MessagesQuoteTheInputOnOneLine) {
+  EXPECT_EQ(invalid_message([] { parse_size_text("512x5\n\x1b[2Jx"); }),
+            "size must be positive integers separated by 'x', got '512x5\\n\\x1b[2Jx'");
+  const std::string long_size = "1x" + std::string(500, 'x');
+  const std::string message = invalid_message([&] { parse_size_text(long_size); });
+  EXPECT_LT(message.size(), 300u);
+  EXPECT_NE(message.find("...'"), std::string::npos) << message;
+  const std::string args = invalid_message([] { parse_args_text("a\nb=1"); });
+  EXPECT_EQ(args.find('\n'), std::string::npos) << args;
+  EXPECT_NE(args.find("'a\\nb' is not a C identifier"), std::string::npos) << args;
+}
+
 TEST(Records, ArgsTextRoundTrips) {
   const ProblemKey key{{4096}, {{"mask_width", 5}, {"boundary", 0}}};
   EXPECT_EQ(key.args_text(), "boundary=0,mask_width=5");
