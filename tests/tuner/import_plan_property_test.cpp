@@ -99,13 +99,7 @@ void expect_held_to_plan(const Store& store, const KernelFamily& f, const Device
 // the store's own API (which trusts the tuner) so that its exports claim what the plan refuses.
 void add_all_ok_sweep(Store& store, const KernelFamily& f, const DeviceLimits& device,
                       const ProblemKey& problem, std::mt19937_64& rng) {
-  SweepSpec spec;
-  spec.family = f.name;
-  spec.template_hash = f.template_hash;
-  spec.family_json = f.description_json;
-  spec.space_hash = f.space_hash();
-  spec.device = device.record();
-  spec.problem = problem;
+  const SweepSpec spec = sweep_spec(f, device, problem, "sweep", "brute_force");
   std::vector<ResultRecord> records;
   std::uniform_real_distribution<double> time(0.001, 5.0);
   for (const Params& params : enumerate_space(f)) {

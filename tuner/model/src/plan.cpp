@@ -392,9 +392,11 @@ Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const Pro
                const CompileCache& cache, const PlanOptions& options) {
   Plan plan;
   const std::vector<Params> space = options.subset ? *options.subset : enumerate_space(family);
+  std::vector<std::size_t> indices;
   for (std::size_t i = 0; i < space.size(); ++i)
-    if (options.subset || options.shard.contains(i))
-      plan.configs.push_back(prune_before_compile(family, device, problem, space[i]));
+    if (options.subset || options.shard.contains(i)) indices.push_back(i);
+  prune_each(family, device, problem, space, indices,
+             [&](PlannedConfig&& c) { plan.configs.push_back(std::move(c)); });
   if (!options.compile) return plan;
   std::vector<CompileJob> jobs;
   std::vector<std::size_t> which;

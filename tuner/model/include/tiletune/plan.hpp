@@ -117,6 +117,12 @@ inline constexpr long long kMaxPortableClusterSize = 8;
 PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,
                                    const ProblemKey& problem, const Params& params);
 
+// prune_before_compile of space[i] for every i in `indices`, a block at a time on every core; `each` gets
+// them in the order of `indices`. `tiletune plan` and an enumerated sweep both prune through it.
+void prune_each(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
+                const std::vector<Params>& space, const std::vector<std::size_t>& indices,
+                const std::function<void(PlannedConfig&&)>& each);
+
 // The runnable configurations of a space too large to enumerate, found as a strategy visits points. A
 // point is pruned (by `prune`, e.g. prune_before_compile) on its first visit: a runnable one takes the next
 // candidate slot (the table grows with the visits, not with the space); a pruned one goes to `on_pruned`

@@ -1,0 +1,92 @@
+#include "search.hpp"
+
+#include <ostream>
+
+#include "tiletune/guided.hpp"
+#include "tiletune/transfer.hpp"
+
+namespace tiletune::sweep {
+
+namespace {
+
+constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
+
+// The guided strategy over an enumerated space: its model also sees what the plan knows of each candidate,
+// and where the store holds sweeps of the family on other problems or devices, it starts from them.
+std::unique_ptr<Strategy> guided_walker(const KernelFamily& family, const DeviceLimits& device,
+                                        const std::vector<PlannedConfig>& table, const Store& store,
+                                        std::int64_t sweep_id, const SweepOptions& options,
+                                        std::ostream& out) {
+  std::vector<Params> params;
+  for (const auto& c : table) params.push_back(c.params);
+  auto rows = parameter_features(family, params);
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const auto plan = plan_features(table[i], device);
+    rows[i].insert(rows[i].end(), plan.begin(), plan.end());
+  }
+  GuidedOptions guided;
+  Transfer t = transfer_from(prior_sweeps(store, family.name, sweep_id), params);
+  if (!t.line.empty()) {
+    out << t.line << "\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(t.rank[i]);
+    guided.first = std::move(t.first);
+    guided.prior = std::move(t.rank);
+  }
+  return make_guided_strategy(std::move(rows), options.budget, options.measure.seed, guided);
+}
+
+}  // namespace
+
+Search Search::enumerated(const std::string& strategy, const KernelFamily& family, const DeviceLimits& device,
+                          const std::vector<PlannedConfig>& table, const Store& store, std::int64_t sweep_id,
+                          const SweepOptions& options, std::size_t lanes, const CompileCache& cache,
+                          std::ostream& out) {
+  Search s(family, device);
+  if (find_strategy(strategy).reads_history) {
+    s.walkers_.push_back(guided_walker(family, device, table, store, sweep_id, options, out));
+  } else {
+    std::vector<Params> params;
+    for (const auto& c : table) params.push_back(c.params);
+    s.walkers_ = make_strategies(strategy, family, params, options.budget, options.measure.seed, lanes);
+  }
+  std::vector<CompileJob> jobs;
+  s.job_of_.assign(table.size(), kNoJob);
+  for (std::size_t i : s.walkers_.front()->likely_order()) {
+    s.job_of_[i] = jobs.size();
+    jobs.push_back(compile_job(family, device, table[i].params));
+  }
+  // Candidates outside the likely order (a budget cut) still need a job slot.
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (s.job_of_[i] == kNoJob) {
+      s.job_of_[i] = jobs.size();
+      jobs.push_back(compile_job(family, device, table[i].params));
+    }
+  s.compiler_ =
+      std::make_unique<BackgroundCompiler>(std::move(jobs), cache, options.compile_jobs, s.order_is_fixed());
+  return s;
+}
+
+Search Search::lazy(const std::string& strategy, const KernelFamily& family, const DeviceLimits& device,
+                    LazyCandidates& candidates, const SweepOptions& options, std::size_t lanes,
+                    const CompileCache& cache) {
+  Search s(family, device);
+  s.walkers_ = make_lazy_strategies(strategy, candidates, options.budget, options.measure.seed, lanes);
+  s.compiler_ = std::make_unique<BackgroundCompiler>(std::vector<CompileJob>{}, cache, options.compile_jobs,
+                                                     /*eager=*/false);
+  return s;
+}
+
+std::string Search::stop_reason() const {
+  for (const auto& w : walkers_)
+    if (std::string why = w->stop_reason(); !why.empty()) return why;
+  return "";
+}
+
+std::size_t Search::job_for(std::size_t index, const std::vector<PlannedConfig>& candidates) {
+  if (job_of_.size() < candidates.size()) job_of_.resize(candidates.size(), kNoJob);
+  if (job_of_[index] == kNoJob)
+    job_of_[index] = compiler_->add_jobs({compile_job(*family_, *device_, candidates[index].params)});
+  return job_of_[index];
+}
+
+}  // namespace tiletune::sweep
