@@ -20,9 +20,19 @@ inline constexpr const char* where =
     "WHERE f.name = ?1 AND d.name = ?2 AND p.size_text = ?3 AND p.args_text = ?4 "
     "ORDER BY r.median_ms, r.id LIMIT 1";
 
+// The same among the sweeps (kind 'sweep') of one template of the family (?5 template hash).
+inline constexpr const char* where_template =
+    "WHERE f.name = ?1 AND d.name = ?2 AND p.size_text = ?3 AND p.args_text = ?4 AND f.template_hash = ?5 "
+    "AND s.kind = 'sweep' ORDER BY r.median_ms, r.id LIMIT 1";
+
 // SELECT `columns` from the best result, with `joins` (tables reached from r) in between.
 inline std::string select(const std::string& columns, const std::string& joins = "") {
   return "SELECT " + columns + " " + from + joins + where;
+}
+
+// The same on one template (where_template).
+inline std::string select_on_template(const std::string& columns, const std::string& joins = "") {
+  return "SELECT " + columns + " " + from + joins + where_template;
 }
 
 }  // namespace tiletune::best_query

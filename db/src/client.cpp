@@ -18,8 +18,11 @@ namespace tiletune {
 
 namespace {
 
-const std::string best_sql = best_query::select("d.name, r.median_ms, r.metric, r.metric_unit, c.params_text",
-                                                "CROSS JOIN configurations c ON c.id = r.configuration_id ");
+constexpr const char* best_columns =
+    "d.name, r.median_ms, r.metric, r.metric_unit, c.params_text, f.template_hash, s.id";
+constexpr const char* best_joins = "CROSS JOIN configurations c ON c.id = r.configuration_id ";
+const std::string best_sql = best_query::select(best_columns, best_joins);
+const std::string best_on_template_sql = best_query::select_on_template(best_columns, best_joins);
 
 // The problems tuned for a family on some devices (whether anything there is ok is asked afterwards, of the
 // nearest ones only: a per-sweep subquery here would cost more than the whole lookup).
@@ -91,7 +94,7 @@ std::string_view to_string(Match match) {
 struct Client::Impl {
   sql::Db db;
   // Prepared once in open(): a lookup then costs only its steps.
-  sql::Stmt begin, commit, data_version, best_of, by_device, by_arch, family_defaults;
+  sql::Stmt begin, commit, data_version, best_of, best_of_template, by_device, by_arch, family_defaults;
   std::mutex mutex;  // one connection and its statements; best() is const and may be called from any thread
 
   struct Cached {
@@ -150,15 +153,36 @@ struct Client::Impl {
     const sql::ResetOnExit reset(best_of);
     best_of.bind(1, family).bind(2, device_name).bind(3, size_text).bind(4, args_text);
     if (!best_of.step()) return std::nullopt;
+    return read_best(best_of, size_text, args_text, match);
+  }
+
+  // The row of best_sql or best_on_template_sql as a lookup.
+  static Lookup read_best(sql::Stmt& row, const std::string& size_text, const std::string& args_text,
+                          Match match) {
     Lookup lookup;
     lookup.match = match;
-    lookup.device_name = best_of.column_text(0);
-    lookup.median_ms = best_of.column_optional_double(1);
-    lookup.metric = best_of.column_optional_double(2);
-    lookup.metric_unit = best_of.column_text(3);
-    lookup.params = params_from_text(best_of.column_text(4));
+    lookup.device_name = row.column_text(0);
+    lookup.median_ms = row.column_optional_double(1);
+    lookup.metric = row.column_optional_double(2);
+    lookup.metric_unit = row.column_text(3);
+    lookup.params = params_from_text(row.column_text(4));
+    lookup.template_hash = row.column_text(5);
+    lookup.sweep_id = row.column_int64(6);
     lookup.problem.dims = parse_size_text(size_text);
     lookup.problem.args = parse_args_text(args_text);
+    return lookup;
+  }
+
+  std::optional<Lookup> best_on_template(const std::string& family, const std::string& device_name,
+                                         const ProblemKey& problem, const std::string& template_hash) {
+    const ReadTransaction transaction(*this);
+    const std::string size = problem.size_text(), args = problem.args_text();
+    const sql::ResetOnExit reset(best_of_template);
+    best_of_template.bind(1, family).bind(2, device_name).bind(3, size).bind(4, args).bind(5, template_hash);
+    if (!best_of_template.step()) return std::nullopt;
+    Lookup lookup = read_best(best_of_template, size, args, Match::exact);
+    lookup.message =
+        "the fastest on template " + template_hash + ", sweep " + std::to_string(lookup.sweep_id);
     return lookup;
   }
 
@@ -256,6 +280,7 @@ std::optional<Client> Client::open(const std::filesystem::path& path, std::strin
       impl->commit = db.prepare("COMMIT", true);
       impl->data_version = db.prepare("PRAGMA data_version", true);
       impl->best_of = db.prepare(best_sql, true);
+      impl->best_of_template = db.prepare(best_on_template_sql, true);
       impl->by_device = db.prepare(std::string(candidates_sql) + "WHERE f.name = ?1 AND d.name = ?2", true);
       impl->by_arch = db.prepare(std::string(candidates_sql) + "WHERE f.name = ?1 AND d.arch = ?2", true);
       // The newest template of the family that states its defaults.
@@ -290,6 +315,22 @@ Lookup Client::best(const Query& query, const Params& fallback) const noexcept {
   } catch (...) {
   }
   return Lookup{};
+}
+
+std::optional<Lookup> Client::best_on_template(const std::string& family, const std::string& device_name,
+                                               const ProblemKey& problem, const std::string& template_hash,
+                                               std::string* error) const noexcept {
+  try {
+    const std::lock_guard lock(impl_->mutex);
+    return impl_->best_on_template(family, device_name, problem, template_hash);
+  } catch (const std::exception& e) {
+    if (error != nullptr) try {
+        *error = sql::one_line(std::string("lookup failed: ") + e.what());
+      } catch (...) {
+      }
+  } catch (...) {
+  }
+  return std::nullopt;
 }
 
 }  // namespace tiletune

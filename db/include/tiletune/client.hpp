@@ -38,7 +38,9 @@ struct Lookup {
   std::optional<double> median_ms;
   std::optional<double> metric;
   std::string metric_unit;
-  std::string message;  // one line that says how it matched, for logs
+  std::string message;        // one line that says how it matched, for logs
+  std::string template_hash;  // the family's template its sweep measured (empty when not_found)
+  std::int64_t sweep_id = 0;  // that sweep (0 when not_found)
 };
 
 // How far a tuned problem is from a query: (differs in shape, distance). The distance sums |log2(tuned /
@@ -60,6 +62,13 @@ class Client {
   // Best ok configuration for the query with the fallbacks above. When nothing matches, params are the
   // family's stored defaults if the database knows the family, otherwise `fallback`.
   Lookup best(const Query& query, const Params& fallback = {}) const noexcept;
+
+  // The fastest ok configuration for exactly (family, device name, problem) among the sweeps measured on the
+  // family's template whose hash is `template_hash` (the family as it is now); nullopt when there is none or
+  // the lookup fails (`error`, if given, then says why).
+  std::optional<Lookup> best_on_template(const std::string& family, const std::string& device_name,
+                                         const ProblemKey& problem, const std::string& template_hash,
+                                         std::string* error = nullptr) const noexcept;
 
  private:
   struct Impl;

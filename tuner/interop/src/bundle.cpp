@@ -23,8 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kFormat = "tiletune-bundle-1";
-
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -37,29 +35,11 @@ json usage_json(const ResourceUsage& u) {
           {"spill_stores", u.spill_stores}, {"spill_loads", u.spill_loads}, {"barriers", u.barriers}};
 }
 
-ResourceUsage usage_from(const json& j) {
-  ResourceUsage u;
-  u.registers = j.value("registers", 0);
-  u.static_smem = j.value("static_smem", 0);
-  u.stack_bytes = j.value("stack_bytes", 0);
-  u.spill_stores = j.value("spill_stores", 0);
-  u.spill_loads = j.value("spill_loads", 0);
-  u.barriers = j.value("barriers", 0);
-  return u;
-}
-
 // A bundle's file names: the family and architecture, then the compile key's first characters.
 std::string cubin_name(const std::string& family, const std::string& arch, const std::string& key) {
   std::string safe;
   for (char c : family) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
   return safe + "." + arch + "." + key.substr(0, 16) + ".cubin";
-}
-
-bool is_bundle(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "manifest.json");
-  if (!in) return false;
-  const json j = json::parse(in, nullptr, false);
-  return j.is_object() && j.contains("format") && j["format"].is_string() && j["format"] == kFormat;
 }
 
 // The families a family needs to load: itself, the one whose folder holds its template, and the ones its
@@ -76,39 +56,6 @@ void needed_families(const std::vector<KernelFamily>& families, const std::strin
 
 }  // namespace
 
-std::string Bundle::cubin(const BundleEntry& entry) const {
-  const auto path = directory / "cubins" / entry.cubin_file;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw BundleError("bundle: cannot read " + path.string());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (bytes.str().empty()) throw BundleError("bundle: " + path.string() + " is empty");
-  return bytes.str();
-}
-
-const BundleEntry* Bundle::find(const std::string& family, const std::string& device_name,
-                                const std::string& arch, const ProblemKey& problem, Match* match) const {
-  const BundleEntry* best = nullptr;
-  std::tuple<int, bool, double> best_rank{3, true, 0.0};  // (tier, differs in shape, distance)
-  for (const auto& e : entries) {
-    if (e.family != family || e.arch != arch) continue;
-    const auto [shape_differs, distance] = problem_distance(e.problem, problem);
-    const bool same_device = e.device_name == device_name;
-    const int tier = same_device ? (e.problem == problem ? 0 : 1) : 2;
-    const std::tuple<int, bool, double> rank{tier, shape_differs, distance};
-    if (!best || rank < best_rank) {
-      best = &e;
-      best_rank = rank;
-    }
-  }
-  if (match)
-    *match = !best                         ? Match::not_found
-             : std::get<0>(best_rank) == 0 ? Match::exact
-             : std::get<0>(best_rank) == 1 ? Match::nearest_size
-                                           : Match::same_arch;
-  return best;
-}
-
 std::optional<StoredResult> best_with_template(const Store& store, const std::string& family,
                                                const std::string& device_name, const ProblemKey& problem,
                                                const std::string& template_hash) {
@@ -121,54 +68,6 @@ std::optional<StoredResult> best_with_template(const Store& store, const std::st
         best = std::move(r);
   }
   return best;
-}
-
-Bundle read_bundle(const std::filesystem::path& directory) {
-  const auto path = directory / "manifest.json";
-  std::ifstream in(path);
-  if (!in)
-    throw BundleError("bundle: no " + path.string() + " (write one with tiletune export --format bundle)");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (const std::string why = nul_byte_problem(text); !why.empty())
-    throw BundleError("bundle: " + path.string() + " " + why);
-  try {
-    const json j = json::parse(text);
-    if (!j.is_object() || j.value("format", "") != kFormat)
-      throw BundleError("bundle: " + path.string() + " is not a " + kFormat + " manifest");
-    Bundle b;
-    b.directory = directory;
-    b.tiletune_version = j.value("tiletune", "");
-    b.git_sha = j.value("commit", "");
-    b.created_at = j.value("created_at", "");
-    for (const auto& e : j.at("entries")) {
-      BundleEntry entry;
-      entry.family = e.at("family").get<std::string>();
-      entry.device_name = e.at("device").get<std::string>();
-      entry.arch = e.at("arch").get<std::string>();
-      entry.problem.dims = parse_size_text(e.at("size").get<std::string>());
-      entry.problem.args = parse_args_text(e.value("args", ""));
-      entry.params = e.at("params").get<Params>();
-      if (e.contains("median_ms") && e["median_ms"].is_number())
-        entry.median_ms = e["median_ms"].get<double>();
-      if (e.contains("metric") && e["metric"].is_number()) entry.metric = e["metric"].get<double>();
-      entry.metric_unit = e.value("metric_unit", "");
-      entry.template_hash = e.at("template_hash").get<std::string>();
-      entry.sweep_id = e.value("sweep", std::int64_t{0});
-      entry.cubin_file = e.at("cubin").get<std::string>();
-      entry.symbol = e.at("symbol").get<std::string>();
-      if (entry.cubin_file.empty() || entry.cubin_file.find('/') != std::string::npos ||
-          entry.cubin_file.find("..") != std::string::npos)
-        throw BundleError("bundle: " + path.string() + ": bad CUBIN file name '" +
-                          printable_line(entry.cubin_file) + "'");
-      entry.usage = usage_from(e.value("usage", json::object()));
-      b.entries.push_back(std::move(entry));
-    }
-    return b;
-  } catch (const BundleError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw BundleError("bundle: " + path.string() + " is malformed: " + first_line(e.what()));
-  }
 }
 
 namespace {
@@ -307,7 +206,7 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
       fs::copy(f.directory, staging / "families" / name, fs::copy_options::recursive, ec);
       if (ec) throw BundleError("bundle: cannot copy " + f.directory.string() + ": " + ec.message());
     }
-    const json manifest = {{"format", kFormat},
+    const json manifest = {{"format", kBundleFormat},
                            {"tiletune", TILETUNE_VERSION},
                            {"commit", TILETUNE_GIT_SHA},
                            {"created_at", utc_now_iso8601()},

@@ -5,16 +5,15 @@
 #include <cstring>
 #include <utility>
 
-#include "requests.hpp"
-#include "tiletune/bundle.hpp"
+#include "tiletune/bundle_manifest.hpp"
 #include "tiletune/capture.hpp"
-#include "tiletune/cluster_launch.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/family.hpp"
 #include "tiletune/input_file.hpp"
+#include "tiletune/kernel_spec.hpp"
+#include "tiletune/loaded_kernel.hpp"
 #include "tiletune/plan.hpp"
-#include "tiletune/store.hpp"
 #include "tiletune/tensor_map.hpp"
 #include "tiletune/utf8.hpp"
 
@@ -26,6 +25,26 @@ void check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) {
     cudaGetLastError();  // a launch error is not sticky: clear it for the caller's next call
     throw RuntimeError(what + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  }
+}
+
+// A __constant__ symbol of the kernel's module.
+void* global(const LoadedKernel& kernel, const std::string& name, std::size_t* bytes,
+             const std::string& what) {
+  try {
+    return kernel.module().global(name, bytes);
+  } catch (const LaunchError& e) {
+    cudaGetLastError();
+    throw RuntimeError(what + ": " + e.what());
+  }
+}
+
+wire::KernelSpec launch_spec(const KernelFamily& family, const ProblemKey& problem, const Params& params,
+                             const LaunchGeometry& launch, const std::string& config) {
+  try {
+    return kernel_spec(family, problem, params, launch);
+  } catch (const LaunchSpecError& e) {
+    throw RuntimeError(config + ": " + e.what());
   }
 }
 
@@ -90,7 +109,6 @@ Kernel::~Kernel() {
     } catch (const CaptureError&) {  // a destructor has no one to tell
     }
   }
-  if (library_) cudaLibraryUnload(library_);
 }
 
 namespace {
@@ -142,7 +160,7 @@ void Kernel::save_capture(const std::vector<void*>& buffers, cudaStream_t stream
   for (const BufferInfo& c : constant_info_) {
     void* symbol = nullptr;
     std::size_t size = 0;
-    check(cudaLibraryGetGlobal(&symbol, &size, library_, c.name.c_str()), family_ + ": constant " + c.name);
+    symbol = global(*loaded_, c.name, &size, family_ + ": constant " + c.name);
     const std::size_t bytes = std::min<std::size_t>(size, c.count * c.element_bytes);
     BufferInfo whole = c;
     whole.count = bytes / c.element_bytes;
@@ -194,10 +212,7 @@ void Kernel::launch(const std::vector<void*>& buffers, cudaStream_t stream) cons
     }
     slots[i] = &storage[i];
   }
-  check(launch_kernel(reinterpret_cast<const void*>(kernel_), dim3(grid_[0], grid_[1], grid_[2]),
-                      dim3(block_[0], block_[1], block_[2]), dim3(cluster_[0], cluster_[1], cluster_[2]),
-                      slots.data(), dynamic_smem_, stream),
-        family_ + ": launch");
+  check(loaded_->launch(slots.data(), stream), family_ + ": launch");
 }
 
 void Kernel::launch(const std::map<std::string, void*>& buffers, cudaStream_t stream) const {
@@ -217,31 +232,11 @@ void Kernel::set_constant(const std::string& name, const void* data, std::size_t
     throw RuntimeError(family_ + " declares no constant '" + name + "'");
   void* symbol = nullptr;
   std::size_t size = 0;
-  check(cudaLibraryGetGlobal(&symbol, &size, library_, name.c_str()), family_ + ": constant " + name);
+  symbol = global(*loaded_, name, &size, family_ + ": constant " + name);
   if (bytes > size)
     throw RuntimeError(family_ + ": __constant__ " + name + " holds " + std::to_string(size) +
                        " bytes, not " + std::to_string(bytes));
   check(cudaMemcpyAsync(symbol, data, bytes, cudaMemcpyHostToDevice, stream), family_ + ": constant " + name);
-}
-
-struct Runtime::State {
-  RuntimeOptions options;
-  std::mutex mutex;
-  std::optional<std::vector<KernelFamily>> families;
-  std::optional<Client> client;
-  std::optional<Store> store;  // the same database, for the template check
-  std::optional<Bundle> bundle;
-  std::unique_ptr<CaptureWriter> capture;  // null: capture is off (before the kernels, which may record)
-  bool capture_inputs = false;
-  std::map<std::string, std::unique_ptr<Kernel>> kernels;  // by device, family and problem
-  std::map<int, DeviceLimits> devices;                     // by ordinal
-};
-
-Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
-  state_->options = std::move(options);
-  const auto path = capture_path(state_->options.capture, state_->options.database);
-  if (!path.empty()) state_->capture = std::make_unique<CaptureWriter>(path);
-  state_->capture_inputs = capture_inputs_enabled(state_->options.capture_inputs);
 }
 
 namespace {
@@ -266,7 +261,156 @@ std::string captured_template_hash(const CaptureWriter* capture, const KernelFam
   return {};
 }
 
+// A configuration tuned on another template is not the kernel that was measured: the fastest one measured on
+// the template as it is now serves, and where there is none the family is refused.
+void serve_current_template(const Client& client, const CaptureWriter* capture, const KernelFamily& family,
+                            const DeviceLimits& device, Lookup& lookup) {
+  if (lookup.template_hash == family.template_hash ||
+      lookup.template_hash == captured_template_hash(capture, family, device.name, lookup.problem))
+    return;
+  std::string error;
+  const auto current =
+      client.best_on_template(family.name, lookup.device_name, lookup.problem, family.template_hash, &error);
+  if (!error.empty()) throw RuntimeError(error);
+  if (!current)
+    throw RuntimeError(family.name + " changed since it was tuned (template hash " + lookup.template_hash +
+                       " in sweep " + std::to_string(lookup.sweep_id) + ", now " + family.template_hash +
+                       "): sweep it again");
+  lookup.params = current->params;
+  lookup.median_ms = current->median_ms;
+  lookup.metric = current->metric;
+  lookup.template_hash = current->template_hash;
+  lookup.message +=
+      " (the fastest on the template as it is now, sweep " + std::to_string(current->sweep_id) + ")";
+  lookup.sweep_id = current->sweep_id;
+}
+
+ProblemKey runtime_problem(const KernelFamily& family, const std::string& size, const std::string& args) {
+  try {
+    return family.make_problem(parse_size_text(size), parse_args_text(args));
+  } catch (const std::exception& e) {
+    throw RuntimeError(family.name + ": " + first_line(e.what()));
+  }
+}
+
+// The configuration's CUBIN, through the compile cache.
+CompileResult compile(const std::filesystem::path& cache_dir, const KernelFamily& family,
+                      const DeviceLimits& device, const Params& params, const std::string& config) {
+  const CompileCache cache(cache_dir.empty() ? CompileCache::default_dir() : cache_dir);
+  const CompileJob job = compile_job(family, device, params);
+  CompileResult compiled = cache.load_or_compile(cache.key(job), job);
+  if (const auto* error = std::get_if<CompileError>(&compiled))
+    throw RuntimeError(config + " does not compile: " + first_line(error->log));
+  return compiled;
+}
+
 }  // namespace
+
+struct Runtime::State {
+  RuntimeOptions options;
+  std::mutex mutex;
+  std::optional<std::vector<KernelFamily>> families;
+  std::optional<Client> client;
+  std::optional<Bundle> bundle;
+  std::unique_ptr<CaptureWriter> capture;  // null: capture is off (before the kernels, which may record)
+  bool capture_inputs = false;
+  std::map<std::string, std::unique_ptr<Kernel>> kernels;  // by device, family and problem
+  std::map<int, DeviceLimits> devices;                     // by ordinal
+
+  // The family, from the bundle's families/ or the built-in and the caller's folders (loaded once).
+  const KernelFamily& family(const std::string& name);
+  // The bundle's configuration for the problem, its CUBIN, and how it matched in `lookup`.
+  CompileResult from_bundle(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
+                            Lookup& lookup) const;
+  // The database's best configuration, measured on the family's template as it is now.
+  Lookup lookup(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem);
+};
+
+const KernelFamily& Runtime::State::family(const std::string& name) {
+  const bool bundled = !options.bundle.empty();
+  if (bundled && !bundle) {
+    try {
+      bundle = read_bundle(options.bundle);
+    } catch (const BundleError& e) {
+      throw RuntimeError(e.what());
+    }
+  }
+  if (!families) {
+    std::vector<std::filesystem::path> roots;
+    if (bundled) {
+      roots = {bundle->families_dir()};
+    } else {
+      roots = {builtin_templates_dir()};
+      roots.insert(roots.end(), options.family_roots.begin(), options.family_roots.end());
+    }
+    try {
+      families = load_families(roots);
+    } catch (const std::exception& e) {
+      throw RuntimeError(first_line(e.what()));
+    }
+  }
+  try {
+    return find_family(*families, name);
+  } catch (const FamilyError& e) {
+    throw RuntimeError(bundled ? "bundle " + options.bundle.string() + ": " + e.what() : e.what());
+  }
+}
+
+CompileResult Runtime::State::from_bundle(const KernelFamily& family, const DeviceLimits& device,
+                                          const ProblemKey& problem, Lookup& l) const {
+  const std::string where = "bundle " + options.bundle.string();
+  Match match = Match::not_found;
+  const BundleEntry* entry = bundle->find(family.name, device.name, device.arch(), problem, &match);
+  if (!entry)
+    throw RuntimeError(where + " holds no configuration of " + family.name + " for " + device.arch() + " (" +
+                       device.name + ")");
+  if (entry->template_hash != family.template_hash)
+    throw RuntimeError(where + ": " + family.name +
+                       " in its families/ differs from the one tuned (template hash " + entry->template_hash +
+                       ", now " + family.template_hash + "): export the bundle again");
+  l.match = match;
+  l.params = entry->params;
+  l.device_name = entry->device_name;
+  l.problem = entry->problem;
+  l.median_ms = entry->median_ms;
+  l.metric = entry->metric;
+  l.metric_unit = entry->metric_unit;
+  l.template_hash = entry->template_hash;
+  l.sweep_id = entry->sweep_id;
+  const std::string tuned = entry->problem.args.empty()
+                                ? entry->problem.size_text()
+                                : entry->problem.size_text() + " (" + entry->problem.args_text() + ")";
+  l.message = std::string(to_string(match)) + ": the bundle's configuration tuned on " + entry->device_name +
+              " for " + tuned;
+  CompiledKernel cubin;
+  try {
+    cubin.cubin = bundle->cubin(*entry);
+  } catch (const BundleError& e) {
+    throw RuntimeError(e.what());
+  }
+  cubin.lowered_name = entry->symbol;
+  cubin.usage = entry->usage;
+  return cubin;
+}
+
+Lookup Runtime::State::lookup(const KernelFamily& family, const DeviceLimits& device,
+                              const ProblemKey& problem) {
+  if (!client) {
+    std::string error;
+    client = Client::open(options.database, &error);
+    if (!client) throw RuntimeError(error);
+  }
+  Lookup l = client->best(Query{family.name, device.name, device.arch(), problem}, family.default_params());
+  if (l.match != Match::not_found) serve_current_template(*client, capture.get(), family, device, l);
+  return l;
+}
+
+Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+  const auto path = capture_path(state_->options.capture, state_->options.database);
+  if (!path.empty()) state_->capture = std::make_unique<CaptureWriter>(path);
+  state_->capture_inputs = capture_inputs_enabled(state_->options.capture_inputs);
+}
 
 // A problem served without an exact match goes to the capture file, once; with its inputs, its line waits for
 // the first launch.
@@ -303,40 +447,8 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   const auto t0 = std::chrono::steady_clock::now();
-  const bool bundled = !st.options.bundle.empty();
-  if (bundled && !st.bundle) {
-    try {
-      st.bundle = read_bundle(st.options.bundle);
-    } catch (const BundleError& e) {
-      throw RuntimeError(e.what());
-    }
-  }
-  if (!st.families) {
-    std::vector<std::filesystem::path> roots;
-    if (bundled) {
-      roots = {st.bundle->families_dir()};
-    } else {
-      roots = {builtin_templates_dir()};
-      roots.insert(roots.end(), st.options.family_roots.begin(), st.options.family_roots.end());
-    }
-    try {
-      st.families = load_families(roots);
-    } catch (const std::exception& e) {
-      throw RuntimeError(first_line(e.what()));
-    }
-  }
-  const KernelFamily* family = nullptr;
-  try {
-    family = &find_family(*st.families, family_name);
-  } catch (const FamilyError& e) {
-    throw RuntimeError(bundled ? "bundle " + st.options.bundle.string() + ": " + e.what() : e.what());
-  }
-  ProblemKey problem;
-  try {
-    problem = family->make_problem(parse_size_text(size), parse_args_text(args));
-  } catch (const std::exception& e) {
-    throw RuntimeError(family_name + ": " + first_line(e.what()));
-  }
+  const KernelFamily& family = st.family(family_name);
+  const ProblemKey problem = runtime_problem(family, size, args);
   const DeviceLimits& device = current_device(st.devices);
   const std::string key = std::to_string(device.ordinal) + "/" + device.uuid + "/" + family_name + "/" +
                           problem.size_text() + "/" + problem.args_text();
@@ -347,90 +459,22 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
   k->problem_ = problem;
   k->device_ = device.ordinal;
   std::optional<CompileResult> compiled;
-  if (bundled) {
-    Match match = Match::not_found;
-    const BundleEntry* entry = st.bundle->find(family_name, device.name, device.arch(), problem, &match);
-    if (!entry)
-      throw RuntimeError("bundle " + st.options.bundle.string() + " holds no configuration of " +
-                         family_name + " for " + device.arch() + " (" + device.name + ")");
-    if (entry->template_hash != family->template_hash)
-      throw RuntimeError("bundle " + st.options.bundle.string() + ": " + family_name +
-                         " in its families/ differs from the one tuned (template hash " +
-                         entry->template_hash + ", now " + family->template_hash +
-                         "): export the bundle again");
-    Lookup& l = k->lookup_;
-    l.match = match;
-    l.params = entry->params;
-    l.device_name = entry->device_name;
-    l.problem = entry->problem;
-    l.median_ms = entry->median_ms;
-    l.metric = entry->metric;
-    l.metric_unit = entry->metric_unit;
-    const std::string tuned = entry->problem.args.empty()
-                                  ? entry->problem.size_text()
-                                  : entry->problem.size_text() + " (" + entry->problem.args_text() + ")";
-    l.message = std::string(to_string(match)) + ": the bundle's configuration tuned on " +
-                entry->device_name + " for " + tuned;
-    CompiledKernel cubin;
-    try {
-      cubin.cubin = st.bundle->cubin(*entry);
-    } catch (const BundleError& e) {
-      throw RuntimeError(e.what());
-    }
-    cubin.lowered_name = entry->symbol;
-    cubin.usage = entry->usage;
-    compiled = std::move(cubin);
+  if (st.bundle) {
+    compiled = st.from_bundle(family, device, problem, k->lookup_);
     k->source_ = "bundle";
   } else {
-    if (!st.client) {
-      std::string error;
-      st.client = Client::open(st.options.database, &error);
-      if (!st.client) throw RuntimeError(error);
-    }
-    k->lookup_ =
-        st.client->best(Query{family_name, device.name, device.arch(), problem}, family->default_params());
-    // A configuration tuned on another template is not the kernel that was measured: the fastest one
-    // measured on the template as it is now serves, and where there is none the family is refused.
-    if (k->lookup_.match != Match::not_found) {
-      try {
-        if (!st.store) st.store = Store::open(st.options.database, Store::Mode::read_only);
-        const Store& store = *st.store;
-        const auto best = store.best(family_name, k->lookup_.device_name, k->lookup_.problem);
-        const auto sweep = best ? store.sweep(best->sweep_id) : std::nullopt;
-        if (sweep && sweep->template_hash != family->template_hash &&
-            sweep->template_hash !=
-                captured_template_hash(st.capture.get(), *family, device.name, k->lookup_.problem)) {
-          const auto current = best_with_template(store, family_name, k->lookup_.device_name,
-                                                  k->lookup_.problem, family->template_hash);
-          if (!current)
-            throw RuntimeError(family_name + " changed since it was tuned (template hash " +
-                               sweep->template_hash + " in sweep " + std::to_string(sweep->id) + ", now " +
-                               family->template_hash + "): sweep it again");
-          k->lookup_.params = current->record.params;
-          k->lookup_.median_ms = current->record.median_ms;
-          k->lookup_.metric = current->record.metric;
-          k->lookup_.message +=
-              " (the fastest on the template as it is now, sweep " + std::to_string(current->sweep_id) + ")";
-        }
-      } catch (const StoreError& e) {
-        throw RuntimeError(first_line(e.what()));
-      }
-    }
+    k->lookup_ = st.lookup(family, device, problem);
   }
   record_capture(*k, family_name, device, problem);
   const Params& params = k->lookup_.params;
   const std::string config = family_name + " " + params_to_text(params);
 
-  PlannedConfig c = prune_before_compile(*family, device, problem, params);
+  PlannedConfig c = prune_before_compile(family, device, problem, params);
   if (c.outcome != Outcome::ok)
     throw RuntimeError(config + " cannot run on " + device.name + " at " + problem.size_text() + ": " +
                        first_line(c.reason));
   if (!compiled) {
-    const CompileCache cache(st.options.cache.empty() ? CompileCache::default_dir() : st.options.cache);
-    const CompileJob job = compile_job(*family, device, params);
-    compiled = cache.load_or_compile(cache.key(job), job);
-    if (const auto* error = std::get_if<CompileError>(&*compiled))
-      throw RuntimeError(config + " does not compile: " + first_line(error->log));
+    compiled = compile(st.options.cache, family, device, params, config);
     k->source_ = std::get<CompiledKernel>(*compiled).from_cache ? "cache" : "compiled";
   }
   const auto& cubin = std::get<CompiledKernel>(*compiled);
@@ -438,47 +482,50 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
   apply_compile_result(c, *compiled, device);
   if (c.outcome != Outcome::ok)
     throw RuntimeError(config + " cannot run on " + device.name + ": " + first_line(c.reason));
+  k->load(family, cubin.cubin, launch_spec(family, problem, params, c.launch, config), config);
+  k->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return *st.kernels.emplace(key, std::move(k)).first->second;
+}
 
-  const wire::KernelSpec spec =
-      measure_request(*family, problem, params, c.launch, "", MeasureSettings{}).kernel;
-  check(cudaLibraryLoadData(&k->library_, cubin.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
-        config + ": loading its CUBIN");
-  check(cudaLibraryGetKernel(&k->kernel_, k->library_, spec.kernel.c_str()),
-        config + ": kernel " + spec.kernel);
-  for (int d = 0; d < 3; ++d) {
-    k->grid_[d] = static_cast<unsigned>(spec.grid[d]);
-    k->block_[d] = static_cast<unsigned>(spec.block[d]);
-    k->cluster_[d] = static_cast<unsigned>(spec.cluster[d]);
+void Kernel::load(const KernelFamily& family, const std::string& cubin, const wire::KernelSpec& spec,
+                  const std::string& config) {
+  try {
+    loaded_ = std::make_unique<LoadedKernel>(cubin, spec);
+  } catch (const LaunchError& e) {
+    cudaGetLastError();
+    throw RuntimeError(config + ": " + e.what());
   }
-  k->dynamic_smem_ = static_cast<std::size_t>(spec.dynamic_smem);
-  // Past 48 KB of shared memory per block (static and dynamic together) the kernel must opt in.
-  cudaFuncAttributes attrs{};
-  check(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(k->kernel_)), config + ": attributes");
-  if (k->dynamic_smem_ + attrs.sharedSizeBytes > 48 * 1024)
-    check(
-        cudaFuncSetAttribute(reinterpret_cast<const void*>(k->kernel_),
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k->dynamic_smem_)),
-        config + ": shared memory opt-in");
+  kernel_ = loaded_->kernel();
+  for (int d = 0; d < 3; ++d) {
+    grid_[d] = static_cast<unsigned>(spec.grid[d]);
+    block_[d] = static_cast<unsigned>(spec.block[d]);
+    cluster_[d] = static_cast<unsigned>(spec.cluster[d]);
+  }
+  dynamic_smem_ = static_cast<std::size_t>(spec.dynamic_smem);
   for (const auto& a : spec.args)
-    if (!a.buffer.empty()) k->buffer_names_.push_back(a.buffer);
+    if (!a.buffer.empty()) buffer_names_.push_back(a.buffer);
   for (const auto& a : spec.args) {
-    Kernel::Arg arg{a.buffer, a.buffer.empty() && !a.is_tensor_map() ? wire::scalar_bits(a) : 0};
+    Arg arg{a.buffer, a.buffer.empty() && !a.is_tensor_map() ? wire::scalar_bits(a) : 0};
     if (a.is_tensor_map()) {
       // Encoded at launch, over the caller's pointer of its buffer.
-      const auto buffer = std::find(k->buffer_names_.begin(), k->buffer_names_.end(), a.tensor_map.buffer);
-      if (buffer == k->buffer_names_.end())
+      const auto buffer = std::find(buffer_names_.begin(), buffer_names_.end(), a.tensor_map.buffer);
+      if (buffer == buffer_names_.end())
         throw RuntimeError(config + ": tensor map " + a.tensor_map.name +
                            " describes no buffer of the kernel");
-      if (!k->tensor_maps_) k->tensor_maps_ = std::make_unique<Kernel::TensorMaps>();
-      arg.tensor_map = static_cast<int>(k->tensor_maps_->maps.size());
-      k->tensor_maps_->maps.push_back(
-          {a.tensor_map, static_cast<std::size_t>(buffer - k->buffer_names_.begin()), {}});
+      if (!tensor_maps_) tensor_maps_ = std::make_unique<TensorMaps>();
+      arg.tensor_map = static_cast<int>(tensor_maps_->maps.size());
+      tensor_maps_->maps.push_back(
+          {a.tensor_map, static_cast<std::size_t>(buffer - buffer_names_.begin()), {}});
     }
-    k->args_.push_back(std::move(arg));
+    args_.push_back(std::move(arg));
   }
-  k->constant_names_ = spec.constants;
-  // Sizes as the worker allocates them for this problem.
-  const Vars vars = family->vars(problem, {});
+  constant_names_ = spec.constants;
+  describe_buffers(family, config);
+}
+
+// Sizes as the worker allocates them for this problem.
+void Kernel::describe_buffers(const KernelFamily& family, const std::string& config) {
+  const Vars vars = family.vars(problem_, {});
   const auto info = [&](const std::string& what, const std::string& name, ElementType type,
                         const Expr& count) {
     BufferInfo i;
@@ -492,15 +539,12 @@ const Kernel& Runtime::kernel(const std::string& family_name, const std::string&
     }
     return i;
   };
-  for (const auto& name : k->buffer_names_)
-    if (const Argument* a = find_argument(*family, name)) {
-      k->buffer_info_.push_back(info("buffer", name, a->type, a->count));
-      k->buffer_info_.back().role = to_string(a->role);
+  for (const auto& name : buffer_names_)
+    if (const Argument* a = find_argument(family, name)) {
+      buffer_info_.push_back(info("buffer", name, a->type, a->count));
+      buffer_info_.back().role = to_string(a->role);
     }
-  for (const auto& c : family->constants)
-    k->constant_info_.push_back(info("constant", c.name, c.type, c.count));
-  k->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return *st.kernels.emplace(key, std::move(k)).first->second;
+  for (const auto& c : family.constants) constant_info_.push_back(info("constant", c.name, c.type, c.count));
 }
 
 }  // namespace tiletune::runtime

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tiletune/kernel_spec.hpp"
+
 namespace tiletune {
 
 namespace {
@@ -33,74 +35,6 @@ Vars device_vars(Vars vars, const DeviceLimits& device) {
   return vars;
 }
 
-wire::TensorMapDataType tensor_map_type(const TensorMapValues& m) {
-  using T = wire::TensorMapDataType;
-  if (m.tf32) return T::tfloat32;
-  switch (m.element) {
-    case ElementType::f32:
-      return T::float32;
-    case ElementType::f64:
-      return T::float64;
-    case ElementType::f16:
-      return T::float16;
-    case ElementType::bf16:
-      return T::bfloat16;
-    case ElementType::i8:
-    case ElementType::u8:
-      return T::uint8;
-    case ElementType::i32:
-      return T::int32;
-    case ElementType::u32:
-      return T::uint32;
-    case ElementType::i64:
-      return T::int64;
-  }
-  return T::uint8;
-}
-
-// One argument as the worker binds it; a tensor map's values come from the launch prune_before_compile
-// evaluated (they may read the parameters and the device).
-wire::ArgValue arg_value(const Argument& a, const Vars& vars, const LaunchGeometry* launch) {
-  wire::ArgValue v;
-  if (a.kind == ArgKind::buffer) {
-    v.buffer = a.name;
-  } else if (a.kind == ArgKind::tensor_map) {
-    const auto found = launch ? std::find_if(launch->tensor_maps.begin(), launch->tensor_maps.end(),
-                                             [&](const TensorMapValues& m) { return m.name == a.name; })
-                              : std::vector<TensorMapValues>::const_iterator{};
-    if (!launch || found == launch->tensor_maps.end())
-      throw SweepError("tensor map " + a.name + " has no values for this launch");
-    wire::TensorMapSpec& t = v.tensor_map;
-    t.name = found->name;
-    t.buffer = found->buffer;
-    t.type = tensor_map_type(*found);
-    t.rank = static_cast<std::uint32_t>(found->dims.size());
-    t.dims = found->dims;
-    t.strides = found->strides;
-    t.box = found->box;
-    t.swizzle = static_cast<std::uint32_t>(found->swizzle);
-    t.l2_promotion = static_cast<std::uint32_t>(found->l2_promotion);
-    t.oob_nan = found->oob_nan;
-  } else {
-    v.scalar = a.type;
-    if (a.real)
-      v.real = *a.real;
-    else {
-      v.integer = a.value.eval(vars);
-      v.real = static_cast<double>(v.integer);
-    }
-  }
-  return v;
-}
-
-// A family's arguments as the worker binds them, all in order.
-std::vector<wire::ArgValue> arg_values(const KernelFamily& family, const Vars& vars,
-                                       const LaunchGeometry& launch) {
-  std::vector<wire::ArgValue> out;
-  for (const auto& a : family.arguments) out.push_back(arg_value(a, vars, &launch));
-  return out;
-}
-
 // The reference kernel's arguments: the family's by name (never a tensor map), and scalars of its own.
 std::vector<wire::ArgValue> reference_values(const KernelFamily& family, const Vars& vars,
                                              const std::vector<ReferenceArgument>& list) {
@@ -114,7 +48,11 @@ std::vector<wire::ArgValue> reference_values(const KernelFamily& family, const V
       out.push_back(v);
       continue;
     }
-    if (const Argument* arg = find_argument(family, a.name)) out.push_back(arg_value(*arg, vars, nullptr));
+    if (const Argument* arg = find_argument(family, a.name)) try {
+        out.push_back(arg_value(*arg, vars, nullptr));
+      } catch (const LaunchSpecError& e) {
+        throw SweepError(e.what());
+      }
   }
   return out;
 }
@@ -182,15 +120,12 @@ wire::KernelSpec reference_kernel(const KernelFamily& family, const ProblemKey& 
                        ") cannot run: " + c.reason);
     const CubinKernel compiled =
         compiled_cubin(compile_job(other, device, params), cache, "reference " + other.name);
-    k.cubin_path = compiled.path;
+    try {
+      k = kernel_spec(other, other_problem, params, c.launch, compiled.path);
+    } catch (const LaunchSpecError& e) {
+      throw SweepError(family.name + ": reference " + other.name + ": " + e.what());
+    }
     k.kernel = compiled.symbol;
-    k.grid = {c.launch.grid[0], c.launch.grid[1], c.launch.grid[2]};
-    k.block = {c.launch.block[0], c.launch.block[1], c.launch.block[2]};
-    k.cluster = {c.launch.cluster[0], c.launch.cluster[1], c.launch.cluster[2]};
-    k.dynamic_smem = c.launch.dynamic_smem;
-    k.args = arg_values(other, other.vars(other_problem, params), c.launch);
-    k.constants.clear();
-    for (const auto& c2 : other.constants) k.constants.push_back(c2.name);
     return k;
   }
   if (ref.kernel.source.empty())
@@ -248,14 +183,11 @@ wire::MeasureRequest measure_request(const KernelFamily& family, const ProblemKe
                                      const Params& params, const LaunchGeometry& launch,
                                      const std::string& cubin_path, const MeasureSettings& settings) {
   wire::MeasureRequest req;
-  req.kernel.cubin_path = cubin_path;
-  req.kernel.kernel = launch.kernel_symbol.empty() ? family.kernel : launch.kernel_symbol;
-  req.kernel.grid = {launch.grid[0], launch.grid[1], launch.grid[2]};
-  req.kernel.block = {launch.block[0], launch.block[1], launch.block[2]};
-  req.kernel.cluster = {launch.cluster[0], launch.cluster[1], launch.cluster[2]};
-  req.kernel.dynamic_smem = launch.dynamic_smem;
-  req.kernel.args = arg_values(family, family.vars(problem, params), launch);
-  for (const auto& c : family.constants) req.kernel.constants.push_back(c.name);
+  try {
+    req.kernel = kernel_spec(family, problem, params, launch, cubin_path);
+  } catch (const LaunchSpecError& e) {
+    throw SweepError(e.what());
+  }
   req.reps = repetitions(settings);
   return req;
 }

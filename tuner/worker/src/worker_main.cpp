@@ -14,18 +14,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iomanip>
 #include <map>
 #include <sstream>
 
 #include "support_kernels_source.hpp"
-#include "tiletune/cluster_launch.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/input_file.hpp"
 #include "tiletune/library_calls.hpp"
+#include "tiletune/loaded_kernel.hpp"
 #include "tiletune/tensor_map.hpp"
 #include "tiletune/worker_protocol.hpp"
 
@@ -100,45 +99,15 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-// Owns one loaded module (a CUBIN) through the runtime's library API.
-class Library {
- public:
-  Library() = default;
-  explicit Library(const std::string& cubin) {
-    TILETUNE_CUDA_CHECK(cudaLibraryLoadData(&lib_, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+// The launch layer's errors, reported as the worker reports every CUDA failure.
+template <typename F>
+auto as_cuda_failure(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const LaunchError& e) {
+    throw CudaFailure{e.code(), e.what()};
   }
-  Library(Library&& o) noexcept : lib_(std::exchange(o.lib_, nullptr)) {}
-  Library& operator=(Library&& o) noexcept {
-    if (this != &o) {
-      if (lib_) cudaLibraryUnload(lib_);
-      lib_ = std::exchange(o.lib_, nullptr);
-    }
-    return *this;
-  }
-  ~Library() {
-    if (lib_) cudaLibraryUnload(lib_);
-  }
-  static Library from_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw CudaFailure{cudaErrorInvalidValue, "cannot read " + path};
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    return Library(bytes.str());
-  }
-  cudaKernel_t kernel(const std::string& name) const {
-    cudaKernel_t k = nullptr;
-    TILETUNE_CUDA_CHECK(cudaLibraryGetKernel(&k, lib_, name.c_str()));
-    return k;
-  }
-  void* global(const std::string& name, std::size_t* bytes) const {
-    void* p = nullptr;
-    TILETUNE_CUDA_CHECK(cudaLibraryGetGlobal(&p, bytes, lib_, name.c_str()));
-    return p;
-  }
-
- private:
-  cudaLibrary_t lib_ = nullptr;
-};
+}
 
 // Reads the SM clock through NVML when the library is there; 0 otherwise.
 class SmClock {
@@ -322,23 +291,14 @@ struct Constant {
   DeviceBuffer data;
 };
 
-// A loaded kernel with its arguments bound to storage that stays put while it runs.
+// A loaded kernel with its arguments bound to slots that stay put while it runs.
 struct BoundKernel {
-  Library lib;
-  cudaKernel_t kernel = nullptr;
-  dim3 grid, block, cluster;
-  std::size_t dynamic_smem = 0;
-  // One slot per argument, of a tensor map's size and alignment (128 bytes): enough for every pointer, scalar
-  // and tensor map.
-  std::vector<EncodedTensorMap> storage;
-  std::vector<void*> args;
+  LoadedKernel kernel;
+  ArgumentSlots args;
 
   void launch(cudaStream_t stream) {
-    const cudaError_t e = launch_kernel(reinterpret_cast<const void*>(kernel), grid, block, cluster,
-                                        args.data(), dynamic_smem, stream);
-    if (e != cudaSuccess)
-      throw LaunchRefused{e,
-                          cluster.x * cluster.y * cluster.z > 1 ? "cudaLaunchKernelExC" : "cudaLaunchKernel"};
+    const cudaError_t e = kernel.launch(args.data(), stream);
+    if (e != cudaSuccess) throw LaunchRefused{e, kernel.launch_call()};
   }
 };
 
@@ -368,7 +328,7 @@ class GpuSide {
     CompileResult r = cache.load_or_compile(cache.key(job), job);
     if (auto* err = std::get_if<CompileError>(&r))
       throw CudaFailure{cudaErrorUnknown, "support kernels: " + err->log};
-    support_ = Library(std::get<CompiledKernel>(r).cubin);
+    support_ = as_cuda_failure([&] { return Module(std::get<CompiledKernel>(r).cubin); });
     scratch_ = DeviceBuffer(4 * sizeof(double) + 4 * sizeof(unsigned long long));
   }
 
@@ -502,11 +462,15 @@ class GpuSide {
   }
 
  private:
+  cudaKernel_t support_kernel(const std::string& name) const {
+    return as_cuda_failure([&] { return support_.kernel(name); });
+  }
+
   template <typename... Args>
   void launch_support(const std::string& name, std::uint64_t n, Args... values) {
     void* args[] = {&values...};
     const unsigned grid = static_cast<unsigned>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 65535ULL * 16));
-    TILETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(support_.kernel(name)), dim3(grid),
+    TILETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(support_kernel(name)), dim3(grid),
                                          dim3(256), args, 0, stream_));
   }
 
@@ -549,44 +513,21 @@ class GpuSide {
   // Loads a kernel and binds its arguments: buffers by name (the reference gets each output's truth),
   // scalars by value; fills its __constant__ symbols.
   BoundKernel bind(const wire::KernelSpec& spec, bool truth) {
-    BoundKernel k;
-    k.lib = Library::from_file(spec.cubin_path);
-    k.kernel = k.lib.kernel(spec.kernel);
-    for (const auto& name : spec.constants) upload_constant(k.lib, name);
-    k.grid = dim3(static_cast<unsigned>(spec.grid[0]), static_cast<unsigned>(spec.grid[1]),
-                  static_cast<unsigned>(spec.grid[2]));
-    k.block = dim3(static_cast<unsigned>(spec.block[0]), static_cast<unsigned>(spec.block[1]),
-                   static_cast<unsigned>(spec.block[2]));
-    k.cluster = dim3(static_cast<unsigned>(spec.cluster[0]), static_cast<unsigned>(spec.cluster[1]),
-                     static_cast<unsigned>(spec.cluster[2]));
-    k.dynamic_smem = static_cast<std::size_t>(spec.dynamic_smem);
-    // Past 48 KB of shared memory per block (static and dynamic together) the kernel must opt in.
-    cudaFuncAttributes attrs{};
-    TILETUNE_CUDA_CHECK(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(k.kernel)));
-    if (k.dynamic_smem + attrs.sharedSizeBytes > 48 * 1024)
-      TILETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.kernel),
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(k.dynamic_smem)));
-    k.storage.assign(spec.args.size(), EncodedTensorMap{});
-    k.args.resize(spec.args.size());
+    BoundKernel k{as_cuda_failure([&] { return LoadedKernel::from_file(spec); }),
+                  ArgumentSlots(spec.args.size())};
+    for (const auto& name : spec.constants) upload_constant(k.kernel.module(), name);
     for (std::size_t i = 0; i < spec.args.size(); ++i) {
       const auto& a = spec.args[i];
-      void* slot = &k.storage[i];
-      k.args[i] = slot;
       if (a.is_tensor_map()) {
-        bind_tensor_map(a.tensor_map, truth, k.storage[i]);
-        continue;
-      }
-      if (!a.buffer.empty()) {
+        bind_tensor_map(a.tensor_map, truth, k.args.tensor_map(i));
+      } else if (!a.buffer.empty()) {
         const auto it = buffers_.find(a.buffer);
         if (it == buffers_.end()) throw CudaFailure{cudaErrorInvalidValue, "no buffer '" + a.buffer + "'"};
-        void* p = truth && it->second.spec.role != BufferRole::input ? it->second.truth.get()
-                                                                     : it->second.mem.get();
-        std::memcpy(slot, &p, sizeof p);
-        continue;
+        k.args.set_pointer(i, truth && it->second.spec.role != BufferRole::input ? it->second.truth.get()
+                                                                                 : it->second.mem.get());
+      } else {
+        k.args.set_scalar(i, wire::scalar_bits(a));
       }
-      const std::uint64_t bits = wire::scalar_bits(a);
-      std::memcpy(slot, &bits, sizeof bits);
     }
     return k;
   }
@@ -610,12 +551,12 @@ class GpuSide {
     if (!error.empty()) throw CudaFailure{cudaErrorInvalidValue, error};
   }
 
-  void upload_constant(const Library& lib, const std::string& name) {
+  void upload_constant(const Module& lib, const std::string& name) {
     const auto it = constants_.find(name);
     if (it == constants_.end())
       throw CudaFailure{cudaErrorInvalidValue, "no data for constant '" + name + "'"};
     std::size_t bytes = 0;
-    void* p = lib.global(name, &bytes);
+    void* p = as_cuda_failure([&] { return lib.global(name, &bytes); });
     const std::size_t need = it->second.spec.count * size_of(it->second.spec.type);
     if (bytes < need)
       throw CudaFailure{cudaErrorInvalidValue, "__constant__ " + name + " holds " + std::to_string(bytes) +
@@ -688,7 +629,7 @@ class GpuSide {
       args[1] = &truth;
       args[2] = &index;
       args[3] = &values;
-      TILETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(support_.kernel("tt_pick_" + pair)),
+      TILETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(support_kernel("tt_pick_" + pair)),
                                            dim3(1), dim3(1), args, 0, stream_));
       double picked[2];
       unsigned long long where = 0;
@@ -776,7 +717,7 @@ class GpuSide {
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<Timer> timer_;
   std::unique_ptr<Cublas> cublas_;
-  Library support_;
+  Module support_;
   DeviceBuffer scratch_, copy_scratch_;
   std::map<std::string, Buffer> buffers_;
   std::map<std::string, Constant> constants_;

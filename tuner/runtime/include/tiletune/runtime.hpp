@@ -23,7 +23,12 @@
 
 namespace tiletune {
 struct DeviceLimits;
+struct KernelFamily;
+class LoadedKernel;
+namespace wire {
+struct KernelSpec;
 }
+}  // namespace tiletune
 
 namespace tiletune::runtime {
 
@@ -127,13 +132,18 @@ class Kernel {
   struct TensorMaps;      // the tensor maps' values and the maps encoded lately, behind a lock
   struct PendingCapture;  // the capture line the first launch writes, with the inputs it was given
   void save_capture(const std::vector<void*>& buffers, cudaStream_t stream) const;
+  // Loads the CUBIN and binds what `spec` describes: the arguments (buffers by name, scalars by value,
+  // tensor maps encoded at launch), the constants, and the sizes of both for this problem.
+  void load(const KernelFamily& family, const std::string& cubin, const wire::KernelSpec& spec,
+            const std::string& config);
+  void describe_buffers(const KernelFamily& family, const std::string& config);
   std::string family_;
   ProblemKey problem_;
   Lookup lookup_;
   std::string source_;
   int device_ = 0;
   double compile_ms_ = 0, load_ms_ = 0;
-  cudaLibrary_t library_ = nullptr;
+  std::unique_ptr<LoadedKernel> loaded_;  // the module, the opt-in and the launch
   cudaKernel_t kernel_ = nullptr;
   std::array<unsigned, 3> grid_{1, 1, 1}, block_{1, 1, 1}, cluster_{1, 1, 1};
   std::size_t dynamic_smem_ = 0;

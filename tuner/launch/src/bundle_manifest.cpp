@@ -1,0 +1,118 @@
+#include "tiletune/bundle_manifest.hpp"
+
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+
+#include "tiletune/utf8.hpp"
+
+namespace tiletune {
+
+using nlohmann::json;
+
+namespace {
+
+ResourceUsage usage_from(const json& j) {
+  ResourceUsage u;
+  u.registers = j.value("registers", 0);
+  u.static_smem = j.value("static_smem", 0);
+  u.stack_bytes = j.value("stack_bytes", 0);
+  u.spill_stores = j.value("spill_stores", 0);
+  u.spill_loads = j.value("spill_loads", 0);
+  u.barriers = j.value("barriers", 0);
+  return u;
+}
+
+}  // namespace
+
+bool is_bundle(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "manifest.json");
+  if (!in) return false;
+  const json j = json::parse(in, nullptr, false);
+  return j.is_object() && j.contains("format") && j["format"].is_string() && j["format"] == kBundleFormat;
+}
+
+std::string Bundle::cubin(const BundleEntry& entry) const {
+  const auto path = directory / "cubins" / entry.cubin_file;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BundleError("bundle: cannot read " + path.string());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (bytes.str().empty()) throw BundleError("bundle: " + path.string() + " is empty");
+  return bytes.str();
+}
+
+const BundleEntry* Bundle::find(const std::string& family, const std::string& device_name,
+                                const std::string& arch, const ProblemKey& problem, Match* match) const {
+  const BundleEntry* best = nullptr;
+  std::tuple<int, bool, double> best_rank{3, true, 0.0};  // (tier, differs in shape, distance)
+  for (const auto& e : entries) {
+    if (e.family != family || e.arch != arch) continue;
+    const auto [shape_differs, distance] = problem_distance(e.problem, problem);
+    const bool same_device = e.device_name == device_name;
+    const int tier = same_device ? (e.problem == problem ? 0 : 1) : 2;
+    const std::tuple<int, bool, double> rank{tier, shape_differs, distance};
+    if (!best || rank < best_rank) {
+      best = &e;
+      best_rank = rank;
+    }
+  }
+  if (match)
+    *match = !best                         ? Match::not_found
+             : std::get<0>(best_rank) == 0 ? Match::exact
+             : std::get<0>(best_rank) == 1 ? Match::nearest_size
+                                           : Match::same_arch;
+  return best;
+}
+
+Bundle read_bundle(const std::filesystem::path& directory) {
+  const auto path = directory / "manifest.json";
+  std::ifstream in(path);
+  if (!in)
+    throw BundleError("bundle: no " + path.string() + " (write one with tiletune export --format bundle)");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const std::string why = nul_byte_problem(text); !why.empty())
+    throw BundleError("bundle: " + path.string() + " " + why);
+  try {
+    const json j = json::parse(text);
+    if (!j.is_object() || j.value("format", "") != kBundleFormat)
+      throw BundleError("bundle: " + path.string() + " is not a " + kBundleFormat + " manifest");
+    Bundle b;
+    b.directory = directory;
+    b.tiletune_version = j.value("tiletune", "");
+    b.git_sha = j.value("commit", "");
+    b.created_at = j.value("created_at", "");
+    for (const auto& e : j.at("entries")) {
+      BundleEntry entry;
+      entry.family = e.at("family").get<std::string>();
+      entry.device_name = e.at("device").get<std::string>();
+      entry.arch = e.at("arch").get<std::string>();
+      entry.problem.dims = parse_size_text(e.at("size").get<std::string>());
+      entry.problem.args = parse_args_text(e.value("args", ""));
+      entry.params = e.at("params").get<Params>();
+      if (e.contains("median_ms") && e["median_ms"].is_number())
+        entry.median_ms = e["median_ms"].get<double>();
+      if (e.contains("metric") && e["metric"].is_number()) entry.metric = e["metric"].get<double>();
+      entry.metric_unit = e.value("metric_unit", "");
+      entry.template_hash = e.at("template_hash").get<std::string>();
+      entry.sweep_id = e.value("sweep", std::int64_t{0});
+      entry.cubin_file = e.at("cubin").get<std::string>();
+      entry.symbol = e.at("symbol").get<std::string>();
+      if (entry.cubin_file.empty() || entry.cubin_file.find('/') != std::string::npos ||
+          entry.cubin_file.find("..") != std::string::npos)
+        throw BundleError("bundle: " + path.string() + ": bad CUBIN file name '" +
+                          printable_line(entry.cubin_file) + "'");
+      entry.usage = usage_from(e.value("usage", json::object()));
+      b.entries.push_back(std::move(entry));
+    }
+    return b;
+  } catch (const BundleError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw BundleError("bundle: " + path.string() + " is malformed: " + first_line(e.what()));
+  }
+}
+
+}  // namespace tiletune
