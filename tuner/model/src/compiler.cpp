@@ -1,7 +1,6 @@
 #include "tiletune/compiler.hpp"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <nvrtc.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tiletune/dynamic_library.hpp"
 #include "tiletune/family.hpp"
 
 namespace tiletune {
@@ -57,18 +57,14 @@ const Nvrtc& nvrtc() {
       const std::string so = "libnvrtc.so." + std::to_string(CUDART_VERSION / 1000);
       names = {so, std::string(TILETUNE_CUDA_LIBRARY_DIR) + "/" + so, "/usr/local/cuda/lib64/" + so};
     }
-    void* lib = nullptr;
-    for (const auto& name : names)
-      if ((lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    if (!lib) {
-      const char* why = dlerror();
-      n.error = "NVRTC cannot be opened (" + names.front() + ": " + (why ? why : "not found") +
+    static const DynamicLibrary lib(names);
+    if (!lib.ok()) {
+      n.error = "NVRTC cannot be opened (" + lib.error() +
                 "): install the CUDA toolkit's NVRTC or name the library in TILETUNE_NVRTC";
       return n;
     }
     const auto get = [&](auto& fn, const char* symbol) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
-      if (!fn && n.error.empty()) n.error = std::string("NVRTC lacks ") + symbol;
+      if (!lib.get(fn, symbol) && n.error.empty()) n.error = std::string("NVRTC lacks ") + symbol;
     };
     get(n.version, "nvrtcVersion");
     get(n.error_string, "nvrtcGetErrorString");

@@ -1,10 +1,10 @@
 #include "xgboost_model.hpp"
 
-#include <dlfcn.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
+
+#include "tiletune/dynamic_library.hpp"
 
 namespace tiletune {
 
@@ -31,18 +31,17 @@ const XgboostApi& api() {
   static const XgboostApi a = [] {
     XgboostApi x;
     const char* env = std::getenv("TILETUNE_XGBOOST");
-    const std::string name = env && *env ? env : "libxgboost.so.0";
-    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib && !(env && *env)) lib = dlopen("libxgboost.so", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* why = dlerror();
-      x.error = "XGBoost cannot be opened (" + name + ": " + (why ? why : "not found") +
+    const std::vector<std::string> names = env && *env
+                                               ? std::vector<std::string>{env}
+                                               : std::vector<std::string>{"libxgboost.so.0", "libxgboost.so"};
+    static const DynamicLibrary lib(names);
+    if (!lib.ok()) {
+      x.error = "XGBoost cannot be opened (" + lib.error() +
                 "): install libxgboost-dev (Debian) or name the library in TILETUNE_XGBOOST";
       return x;
     }
     const auto get = [&](auto& fn, const char* symbol) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
-      if (!fn && x.error.empty()) x.error = "XGBoost (" + name + ") lacks " + symbol;
+      if (!lib.get(fn, symbol) && x.error.empty()) x.error = "XGBoost (" + lib.name() + ") lacks " + symbol;
     };
     get(x.matrix_from_dense, "XGDMatrixCreateFromMat");
     get(x.matrix_set_float, "XGDMatrixSetFloatInfo");

@@ -5,9 +5,7 @@
 // here, on first use, so that no other tiletune process loads it.
 #include "tiletune/worker_main.hpp"
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,9 +17,12 @@
 #include <map>
 #include <sstream>
 
+#include "cublas.hpp"
+#include "cuda_failure.hpp"
 #include "support_kernels_source.hpp"
 #include "tiletune/compiler.hpp"
 #include "tiletune/device.hpp"
+#include "tiletune/dynamic_library.hpp"
 #include "tiletune/input_file.hpp"
 #include "tiletune/library_calls.hpp"
 #include "tiletune/loaded_kernel.hpp"
@@ -33,21 +34,6 @@ namespace tiletune {
 using nlohmann::json;
 
 namespace {
-
-struct CudaFailure {
-  cudaError_t code;
-  std::string text;
-};
-
-std::string cuda_text(cudaError_t e, const char* call) {
-  return std::string(call) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
-}
-
-#define TILETUNE_CUDA_CHECK(call)                                                                     \
-  do {                                                                                                \
-    const cudaError_t cuda_status_ = (call);                                                          \
-    if (cuda_status_ != cudaSuccess) throw CudaFailure{cuda_status_, cuda_text(cuda_status_, #call)}; \
-  } while (0)
 
 // Errors that leave the context unusable: the worker reports them and exits.
 bool is_sticky(cudaError_t e) {
@@ -112,23 +98,17 @@ auto as_cuda_failure(F&& f) -> decltype(f()) {
 // Reads the SM clock through NVML when the library is there; 0 otherwise.
 class SmClock {
  public:
-  explicit SmClock(int gpu) {
-    handle_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) return;
-    auto init = reinterpret_cast<int (*)()>(dlsym(handle_, "nvmlInit_v2"));
-    auto by_uuid =
-        reinterpret_cast<int (*)(const char*, void**)>(dlsym(handle_, "nvmlDeviceGetHandleByUUID"));
-    get_clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(handle_, "nvmlDeviceGetClockInfo"));
-    if (!init || !by_uuid || !get_clock_ || init() != 0) {
+  explicit SmClock(int gpu) : nvml_({"libnvidia-ml.so.1"}, /*close=*/true) {
+    int (*init)() = nullptr;
+    int (*by_uuid)(const char*, void**) = nullptr;
+    if (!nvml_.get(init, "nvmlInit_v2") || !nvml_.get(by_uuid, "nvmlDeviceGetHandleByUUID") ||
+        !nvml_.get(get_clock_, "nvmlDeviceGetClockInfo") || init() != 0) {
       get_clock_ = nullptr;
       return;
     }
     std::string why;
     for (const auto& d : present_devices(&why))
       if (d.ordinal == gpu && by_uuid(d.uuid.c_str(), &device_) != 0) device_ = nullptr;
-  }
-  ~SmClock() {
-    if (handle_) dlclose(handle_);
   }
   SmClock(const SmClock&) = delete;
   SmClock& operator=(const SmClock&) = delete;
@@ -139,81 +119,9 @@ class SmClock {
   }
 
  private:
-  void* handle_ = nullptr;
+  DynamicLibrary nvml_;
   void* device_ = nullptr;
   int (*get_clock_)(void*, int, unsigned*) = nullptr;
-};
-
-// cuBLAS, opened on first use so that only a worker that runs a cuBLAS baseline loads it.
-class Cublas {
- public:
-  explicit Cublas(cudaStream_t stream) {
-    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"})
-      if ((lib_ = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!lib_) throw CudaFailure{cudaErrorInvalidValue, std::string("cannot open cuBLAS: ") + dlerror()};
-    create_ = symbol<Create>("cublasCreate_v2");
-    destroy_ = symbol<Destroy>("cublasDestroy_v2");
-    set_stream_ = symbol<SetStream>("cublasSetStream_v2");
-    set_math_ = symbol<SetMath>("cublasSetMathMode");
-    sgemm_ = symbol<Sgemm>("cublasSgemm_v2");
-    gemm_ex_ = symbol<GemmEx>("cublasGemmEx");
-    check(create_(&handle_), "cublasCreate");
-    check(set_stream_(handle_, stream), "cublasSetStream");
-  }
-  ~Cublas() {
-    if (handle_) destroy_(handle_);
-    if (lib_) dlclose(lib_);
-  }
-  Cublas(const Cublas&) = delete;
-  Cublas& operator=(const Cublas&) = delete;
-
-  // Row-major C (MxN) = A (MxK) B (KxN) is column-major C^T = B^T A^T.
-  void sgemm(bool tf32, const float* A, const float* B, float* C, int M, int N, int K) const {
-    const float alpha = 1.0f, beta = 0.0f;
-    check(set_math_(handle_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    check(sgemm_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N), "cublasSgemm");
-  }
-  // Row-major C = A op(B): op(B) = B (K x N), or B^T for B given as N x K (b_transposed), which is
-  // column-major C^T = op(B)^T A^T with B's rows read as columns of length K.
-  void gemm_ex(const void* A, const void* B, void* C, cudaDataType ab, cudaDataType c, int M, int N, int K,
-               bool b_transposed, cublasComputeType_t compute) const {
-    const float alpha = 1.0f, beta = 0.0f;
-    check(set_math_(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    check(gemm_ex_(handle_, b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, ab,
-                   b_transposed ? K : N, A, ab, K, &beta, C, c, N, compute, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
-  }
-
- private:
-  template <typename F>
-  F symbol(const char* name) {
-    auto f = reinterpret_cast<F>(dlsym(lib_, name));
-    if (!f) throw CudaFailure{cudaErrorInvalidValue, std::string("cuBLAS lacks ") + name};
-    return f;
-  }
-  static void check(cublasStatus_t s, const char* call) {
-    if (s != CUBLAS_STATUS_SUCCESS)
-      throw CudaFailure{cudaErrorUnknown, std::string(call) + " failed with status " + std::to_string(s)};
-  }
-  using Create = cublasStatus_t (*)(cublasHandle_t*);
-  using Destroy = cublasStatus_t (*)(cublasHandle_t);
-  using SetStream = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
-  using SetMath = cublasStatus_t (*)(cublasHandle_t, cublasMath_t);
-  using Sgemm = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                   const float*, const float*, int, const float*, int, const float*, float*,
-                                   int);
-  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                    const void*, const void*, cudaDataType, int, const void*, cudaDataType,
-                                    int, const void*, void*, cudaDataType, int, cublasComputeType_t,
-                                    cublasGemmAlgo_t);
-  void* lib_ = nullptr;
-  cublasHandle_t handle_ = nullptr;
-  Create create_ = nullptr;
-  Destroy destroy_ = nullptr;
-  SetStream set_stream_ = nullptr;
-  SetMath set_math_ = nullptr;
-  Sgemm sgemm_ = nullptr;
-  GemmEx gemm_ex_ = nullptr;
 };
 
 struct TimingStats {
