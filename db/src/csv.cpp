@@ -12,6 +12,7 @@
 
 #include "store_rows.hpp"
 #include "tiletune/json_depth.hpp"
+#include "tiletune/result_fields.hpp"
 #include "tiletune/utf8.hpp"
 
 namespace tiletune {
@@ -51,6 +52,13 @@ constexpr std::array<std::string_view, col::count> column_names{
   "status", "started_at", "ended_at", "tiletune_version", "git_sha", "device_properties",
   "family_description"};
 // clang-format on
+
+// The column of a result field (result_fields() names each one among column_names).
+std::size_t column_of(std::string_view name) {
+  for (std::size_t c = 0; c < column_names.size(); ++c)
+    if (column_names[c] == name) return c;
+  throw std::logic_error("csv: no column for the result field " + std::string(name));
+}
 
 constexpr bool is_result_column(std::size_t c) { return c >= col::params && c <= col::times_ms; }
 // Columns that exports before schema version 2 lack: a file without them imports with no times.
@@ -103,27 +111,17 @@ void set_result_cells(Cells& cells, const StoredResult& stored) {
   cells[col::params] = params_to_text(r.params);
   cells[col::outcome] = std::string(to_string(r.outcome));
   cells[col::reason] = r.reason;
-  cells[col::median_ms] = csv_number(r.median_ms);
-  cells[col::min_ms] = csv_number(r.min_ms);
-  cells[col::spread] = csv_number(r.spread);
   cells[col::repetitions] = std::to_string(r.repetitions);
-  cells[col::metric] = csv_number(r.metric);
-  cells[col::metric_unit] = r.metric_unit;
-  cells[col::error] = csv_number(r.error);
-  cells[col::registers] = csv_number(r.registers);
-  cells[col::static_smem] = csv_number(r.static_smem);
-  cells[col::dynamic_smem] = csv_number(r.dynamic_smem);
-  cells[col::occupancy] = csv_number(r.occupancy);
-  cells[col::occupancy_limiter] = r.occupancy_limiter;
-  cells[col::local_bytes] = csv_number(r.local_bytes);
-  cells[col::spill_bytes] = csv_number(r.spill_bytes);
-  cells[col::threads_per_block] = csv_number(r.threads_per_block);
-  cells[col::active_blocks] = csv_number(r.active_blocks);
-  cells[col::active_warps] = csv_number(r.active_warps);
-  cells[col::sm_clock_mhz] = csv_number(r.sm_clock_mhz);
+  for (const ResultField& f : result_fields()) {
+    std::string& cell = cells[column_of(f.name)];
+    if (f.type == ResultField::Type::integer)
+      cell = csv_number(r.*f.integer);
+    else if (f.type == ResultField::Type::real)
+      cell = csv_number(r.*f.real);
+    else
+      cell = r.*f.text;
+  }
   cells[col::measured_at] = stored.measured_at;
-  cells[col::compile_ms] = csv_number(r.compile_ms);
-  cells[col::measure_ms] = csv_number(r.measure_ms);
   cells[col::times_ms] = r.times_ms.empty() ? "" : rows::times_json(r.times_ms);
 }
 
@@ -467,29 +465,19 @@ ImportedResult read_result(const Row& row, const ImportedSweep& sweep) {
   if (!outcome) row.fail(col::outcome, in_quotes(row.text(col::outcome)) + " is not an outcome name");
   r.outcome = *outcome;
   r.reason = row.text(col::reason);
-  r.median_ms = row.optional_double(col::median_ms);
-  r.min_ms = row.optional_double(col::min_ms);
-  r.spread = row.optional_double(col::spread);
   const std::int64_t repetitions = row.integer(col::repetitions).value_or(0);
   if (repetitions < 0 || repetitions > std::numeric_limits<int>::max())
     row.fail(col::repetitions, "is out of range");
   r.repetitions = static_cast<int>(repetitions);
-  r.metric = row.optional_double(col::metric);
-  r.metric_unit = row.text(col::metric_unit);
-  r.error = row.optional_double(col::error);
-  r.registers = row.optional_int(col::registers);
-  r.static_smem = row.optional_int(col::static_smem);
-  r.dynamic_smem = row.optional_int(col::dynamic_smem);
-  r.local_bytes = row.optional_int(col::local_bytes);
-  r.spill_bytes = row.optional_int(col::spill_bytes);
-  r.threads_per_block = row.optional_int(col::threads_per_block);
-  r.active_blocks = row.optional_int(col::active_blocks);
-  r.active_warps = row.optional_int(col::active_warps);
-  r.occupancy_limiter = row.text(col::occupancy_limiter);
-  r.occupancy = row.optional_double(col::occupancy);
-  r.sm_clock_mhz = row.optional_double(col::sm_clock_mhz);
-  r.compile_ms = row.optional_double(col::compile_ms);
-  r.measure_ms = row.optional_double(col::measure_ms);
+  for (const ResultField& f : result_fields()) {
+    const std::size_t c = column_of(f.name);
+    if (f.type == ResultField::Type::integer)
+      r.*f.integer = row.optional_int(c);
+    else if (f.type == ResultField::Type::real)
+      r.*f.real = row.optional_double(c);
+    else
+      r.*f.text = row.text(c);
+  }
   r.times_ms = row.numbers(col::times_ms);
   // Empty as the JSON export's absent key: measured when the sweep started.
   imported.measured_at = row.text(col::measured_at).empty() ? sweep.started_at : row.text(col::measured_at);

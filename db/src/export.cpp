@@ -12,6 +12,7 @@
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
 #include "tiletune/json_depth.hpp"
+#include "tiletune/result_fields.hpp"
 #include "tiletune/utf8.hpp"
 
 namespace tiletune {
@@ -39,31 +40,18 @@ json result_to_json(const StoredResult& stored) {
   const ResultRecord& r = stored.record;
   json params = json::object();
   for (const auto& [name, value] : r.params) params[name] = value;
-  return json{{"params", params},
-              {"outcome", to_string(r.outcome)},
-              {"reason", r.reason},
-              {"median_ms", optional_json(r.median_ms)},
-              {"min_ms", optional_json(r.min_ms)},
-              {"spread", optional_json(r.spread)},
-              {"repetitions", r.repetitions},
-              {"metric", optional_json(r.metric)},
-              {"metric_unit", r.metric_unit},
-              {"error", optional_json(r.error)},
-              {"registers", optional_json(r.registers)},
-              {"static_smem", optional_json(r.static_smem)},
-              {"dynamic_smem", optional_json(r.dynamic_smem)},
-              {"local_bytes", optional_json(r.local_bytes)},
-              {"spill_bytes", optional_json(r.spill_bytes)},
-              {"threads_per_block", optional_json(r.threads_per_block)},
-              {"active_blocks", optional_json(r.active_blocks)},
-              {"active_warps", optional_json(r.active_warps)},
-              {"occupancy_limiter", r.occupancy_limiter},
-              {"occupancy", optional_json(r.occupancy)},
-              {"sm_clock_mhz", optional_json(r.sm_clock_mhz)},
-              {"compile_ms", optional_json(r.compile_ms)},
-              {"measure_ms", optional_json(r.measure_ms)},
-              {"times_ms", r.times_ms},
-              {"measured_at", stored.measured_at}};
+  json out{{"params", params},       {"outcome", to_string(r.outcome)},
+           {"reason", r.reason},     {"repetitions", r.repetitions},
+           {"times_ms", r.times_ms}, {"measured_at", stored.measured_at}};
+  for (const ResultField& f : result_fields()) {
+    if (f.type == ResultField::Type::integer)
+      out[f.name] = optional_json(r.*f.integer);
+    else if (f.type == ResultField::Type::real)
+      out[f.name] = optional_json(r.*f.real);
+    else
+      out[f.name] = r.*f.text;
+  }
+  return out;
 }
 
 // ---- import: everything is read and checked into rows::ImportedSweep before the database is touched ----
@@ -185,29 +173,18 @@ ImportedResult read_result(const json& value, const std::string& where, const st
   if (!parsed) Fields::fail(f.at("outcome"), "'" + outcome + "' is not an outcome name");
   r.outcome = *parsed;
   r.reason = f.string("reason", false);
-  r.median_ms = f.optional_double("median_ms");
-  r.min_ms = f.optional_double("min_ms");
-  r.spread = f.optional_double("spread");
   const std::int64_t repetitions = f.integer("repetitions", 0);
   if (repetitions < 0 || repetitions > std::numeric_limits<int>::max())
     Fields::fail(f.at("repetitions"), "is out of range");
   r.repetitions = static_cast<int>(repetitions);
-  r.metric = f.optional_double("metric");
-  r.metric_unit = f.string("metric_unit", false);
-  r.error = f.optional_double("error");
-  r.registers = f.optional_int("registers");
-  r.static_smem = f.optional_int("static_smem");
-  r.dynamic_smem = f.optional_int("dynamic_smem");
-  r.local_bytes = f.optional_int("local_bytes");
-  r.spill_bytes = f.optional_int("spill_bytes");
-  r.threads_per_block = f.optional_int("threads_per_block");
-  r.active_blocks = f.optional_int("active_blocks");
-  r.active_warps = f.optional_int("active_warps");
-  r.occupancy_limiter = f.string("occupancy_limiter", false);
-  r.occupancy = f.optional_double("occupancy");
-  r.sm_clock_mhz = f.optional_double("sm_clock_mhz");
-  r.compile_ms = f.optional_double("compile_ms");
-  r.measure_ms = f.optional_double("measure_ms");
+  for (const ResultField& field : result_fields()) {
+    if (field.type == ResultField::Type::integer)
+      r.*field.integer = f.optional_int(field.name);
+    else if (field.type == ResultField::Type::real)
+      r.*field.real = f.optional_double(field.name);
+    else
+      r.*field.text = f.string(field.name, false);
+  }
   r.times_ms = f.numbers("times_ms");
   imported.measured_at = f.string("measured_at", false, started_at);
   rows::check_measurement(r, measured, f.where());

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "tiletune/json_depth.hpp"
+#include "tiletune/result_fields.hpp"
 #include "tiletune/utf8.hpp"
 
 namespace tiletune::rows {
@@ -17,21 +18,15 @@ namespace {
 
 using nlohmann::json;
 
-// The columns every result read selects, in the order read_result expects them.
-constexpr const char* result_columns =
-    "c.params_text, r.outcome, r.reason, r.median_ms, r.min_ms, r.spread, r.repetitions, r.metric, "
-    "r.metric_unit, r.error, r.registers, r.static_smem, r.dynamic_smem, r.local_bytes, r.spill_bytes, "
-    "r.threads_per_block, r.active_blocks, r.active_warps, r.occupancy_limiter, r.occupancy, r.sm_clock_mhz, "
-    "r.measured_at, r.sweep_id, r.compile_ms, r.measure_ms, r.times_json";
-// The same for a database of schema version 1, which a read-only open cannot migrate: it has no times.
-constexpr const char* result_columns_v1 =
-    "c.params_text, r.outcome, r.reason, r.median_ms, r.min_ms, r.spread, r.repetitions, r.metric, "
-    "r.metric_unit, r.error, r.registers, r.static_smem, r.dynamic_smem, r.local_bytes, r.spill_bytes, "
-    "r.threads_per_block, r.active_blocks, r.active_warps, r.occupancy_limiter, r.occupancy, r.sm_clock_mhz, "
-    "r.measured_at, r.sweep_id, NULL, NULL, '[]'";
-
+// The columns every result read selects, in the order read_result expects them: the result's own, its value
+// fields (result_fields(); NULL where the database's schema predates one: a read-only open cannot migrate),
+// then where it was measured and its timed runs.
 std::string result_columns_of(const sql::Db& db) {
-  return db.query_int("PRAGMA user_version") >= 2 ? result_columns : result_columns_v1;
+  const int version = db.query_int("PRAGMA user_version");
+  std::string columns = "c.params_text, r.outcome, r.reason, r.repetitions, ";
+  for (const ResultField& f : result_fields())
+    columns += (version >= f.since_schema ? "r." + std::string(f.name) : std::string("NULL")) + ", ";
+  return columns + "r.measured_at, r.sweep_id, " + (version >= 2 ? "r.times_json" : "'[]'");
 }
 
 // A stored times_json: the timed runs as a JSON array of numbers. Anything else (a hand-edited row) reads as
@@ -51,34 +46,24 @@ std::vector<double> times_from_json(const std::string& text) {
 StoredResult read_result(const sql::Stmt& stmt, int c) {
   StoredResult stored;
   ResultRecord& r = stored.record;
-  r.params = params_from_text(stmt.column_text(c));
-  const std::string outcome = stmt.column_text(c + 1);
+  r.params = params_from_text(stmt.column_text(c++));
+  const std::string outcome = stmt.column_text(c++);
   // The CHECK constraint keeps other names out; a hand-edited row still must not pass as ok.
   r.outcome = outcome_from_string(outcome).value_or(Outcome::runtime_failed);
-  r.reason = stmt.column_text(c + 2);
-  r.median_ms = stmt.column_optional_double(c + 3);
-  r.min_ms = stmt.column_optional_double(c + 4);
-  r.spread = stmt.column_optional_double(c + 5);
-  r.repetitions = stmt.column_int(c + 6);
-  r.metric = stmt.column_optional_double(c + 7);
-  r.metric_unit = stmt.column_text(c + 8);
-  r.error = stmt.column_optional_double(c + 9);
-  r.registers = stmt.column_optional_int(c + 10);
-  r.static_smem = stmt.column_optional_int(c + 11);
-  r.dynamic_smem = stmt.column_optional_int(c + 12);
-  r.local_bytes = stmt.column_optional_int(c + 13);
-  r.spill_bytes = stmt.column_optional_int(c + 14);
-  r.threads_per_block = stmt.column_optional_int(c + 15);
-  r.active_blocks = stmt.column_optional_int(c + 16);
-  r.active_warps = stmt.column_optional_int(c + 17);
-  r.occupancy_limiter = stmt.column_text(c + 18);
-  r.occupancy = stmt.column_optional_double(c + 19);
-  r.sm_clock_mhz = stmt.column_optional_double(c + 20);
-  stored.measured_at = stmt.column_text(c + 21);
-  stored.sweep_id = stmt.column_int64(c + 22);
-  r.compile_ms = stmt.column_optional_double(c + 23);
-  r.measure_ms = stmt.column_optional_double(c + 24);
-  r.times_ms = times_from_json(stmt.column_text(c + 25));
+  r.reason = stmt.column_text(c++);
+  r.repetitions = stmt.column_int(c++);
+  for (const ResultField& f : result_fields()) {
+    if (f.type == ResultField::Type::integer)
+      r.*f.integer = stmt.column_optional_int(c);
+    else if (f.type == ResultField::Type::real)
+      r.*f.real = stmt.column_optional_double(c);
+    else
+      r.*f.text = stmt.column_text(c);
+    ++c;
+  }
+  stored.measured_at = stmt.column_text(c++);
+  stored.sweep_id = stmt.column_int64(c++);
+  r.times_ms = times_from_json(stmt.column_text(c));
   return stored;
 }
 
@@ -306,6 +291,22 @@ std::string new_uid() {
   return uid;
 }
 
+namespace {
+
+// INSERT OR REPLACE of one result: its own columns, its value fields (result_fields()), when it was measured
+// and its timed runs.
+std::string insert_result_sql() {
+  std::string columns = "sweep_id, configuration_id, outcome, reason, repetitions";
+  for (const ResultField& f : result_fields()) columns += std::string(", ") + f.name;
+  columns += ", measured_at, times_json";
+  const std::size_t count = 7 + result_fields().size();
+  std::string values;
+  for (std::size_t i = 1; i <= count; ++i) values += (i > 1 ? ", ?" : "?") + std::to_string(i);
+  return "INSERT OR REPLACE INTO results (" + columns + ") VALUES (" + values + ")";
+}
+
+}  // namespace
+
 ResultWriter::ResultWriter(const sql::Db& db, std::int64_t family_id)
     : db_(db),
       family_id_(family_id),
@@ -313,15 +314,7 @@ ResultWriter::ResultWriter(const sql::Db& db, std::int64_t family_id)
           db.prepare("INSERT OR IGNORE INTO configurations (family_id, params_text) VALUES (?1, ?2)")),
       select_configuration_(
           db.prepare("SELECT id FROM configurations WHERE family_id = ?1 AND params_text = ?2")),
-      insert_result_(db.prepare("INSERT OR REPLACE INTO results (sweep_id, configuration_id, outcome, "
-                                "reason, median_ms, min_ms, spread, "
-                                "repetitions, metric, metric_unit, error, registers, static_smem, "
-                                "dynamic_smem, local_bytes, spill_bytes, "
-                                "threads_per_block, active_blocks, active_warps, occupancy_limiter, "
-                                "occupancy, sm_clock_mhz, measured_at, compile_ms, measure_ms, times_json) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                                "?16, ?17, ?18, ?19, ?20, ?21, "
-                                "?22, ?23, ?24, ?25, ?26)")) {}
+      insert_result_(db.prepare(insert_result_sql())) {}
 
 void ResultWriter::write(std::int64_t sweep_id, const ResultRecord& r, const std::string& measured_at) {
   std::string params;
@@ -337,12 +330,18 @@ void ResultWriter::write(std::int64_t sweep_id, const ResultRecord& r, const std
 
   sql::Stmt& s = insert_result_;
   s.bind(1, sweep_id).bind(2, configuration_id).bind(3, to_string(r.outcome)).bind(4, r.reason);
-  s.bind(5, r.median_ms).bind(6, r.min_ms).bind(7, r.spread).bind(8, r.repetitions).bind(9, r.metric);
-  s.bind(10, r.metric_unit).bind(11, r.error).bind(12, r.registers).bind(13, r.static_smem);
-  s.bind(14, r.dynamic_smem).bind(15, r.local_bytes).bind(16, r.spill_bytes).bind(17, r.threads_per_block);
-  s.bind(18, r.active_blocks).bind(19, r.active_warps).bind(20, r.occupancy_limiter).bind(21, r.occupancy);
-  s.bind(22, r.sm_clock_mhz).bind(23, measured_at).bind(24, r.compile_ms).bind(25, r.measure_ms);
-  s.bind(26, times_json(r.times_ms));
+  s.bind(5, r.repetitions);
+  int i = 6;
+  for (const ResultField& f : result_fields()) {
+    if (f.type == ResultField::Type::integer)
+      s.bind(i++, r.*f.integer);
+    else if (f.type == ResultField::Type::real)
+      s.bind(i++, r.*f.real);
+    else
+      s.bind(i++, r.*f.text);
+  }
+  s.bind(i, measured_at);
+  s.bind(i + 1, times_json(r.times_ms));
   s.run();
   s.reset();
 }
@@ -551,14 +550,9 @@ void check_measurement(const ResultRecord& r, bool measured, const Where& where)
   if (r.median_ms && r.min_ms && *r.min_ms > *r.median_ms)
     import_fail(where("min_ms"), "is larger than median_ms (" + number_text(*r.min_ms) + " > " +
                                      number_text(*r.median_ms) + ")");
-  const std::pair<const char*, const std::optional<int>*> counts[] = {
-      {"registers", &r.registers},         {"static_smem", &r.static_smem},
-      {"dynamic_smem", &r.dynamic_smem},   {"local_bytes", &r.local_bytes},
-      {"spill_bytes", &r.spill_bytes},     {"threads_per_block", &r.threads_per_block},
-      {"active_blocks", &r.active_blocks}, {"active_warps", &r.active_warps}};
-  for (const auto& [key, value] : counts)
-    if (*value && **value < 0)
-      import_fail(where(key), "must not be negative, got " + std::to_string(**value));
+  for (const ResultField& f : result_fields())
+    if (f.type == ResultField::Type::integer && r.*f.integer && *(r.*f.integer) < 0)
+      import_fail(where(f.name), "must not be negative, got " + std::to_string(*(r.*f.integer)));
   if (r.repetitions < 0) import_fail(where("repetitions"), "is out of range");
   if (r.outcome != Outcome::ok) return;
   if (r.median_ms && r.repetitions < 1)

@@ -9,6 +9,7 @@
 
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
+#include "tiletune/result_fields.hpp"
 
 namespace tiletune {
 
@@ -61,19 +62,14 @@ json result_json(const StoredResult& stored, const std::string& sweep_uid) {
   if (r.measure_ms && std::isfinite(*r.measure_ms)) times["benchmark"] = *r.measure_ms;
   times["runtimes"] = r.times_ms;
   json measurements = json::array();
-  add_measurement(measurements, "time", r.median_ms, "ms");
-  add_measurement(measurements, "min_time", r.min_ms, "ms");
-  add_measurement(measurements, "spread", r.spread, "(p75 - p25) / median");
-  if (r.metric) add_measurement(measurements, "throughput", r.metric, r.metric_unit);
-  add_measurement(measurements, "relative_l2_error", r.error, "");
-  add_measurement(measurements, "registers", r.registers, "registers per thread");
-  add_measurement(measurements, "static_shared_memory", r.static_smem, "bytes");
-  add_measurement(measurements, "dynamic_shared_memory", r.dynamic_smem, "bytes");
-  add_measurement(measurements, "local_memory", r.local_bytes, "bytes");
-  add_measurement(measurements, "spilled", r.spill_bytes, "bytes");
-  add_measurement(measurements, "threads_per_block", r.threads_per_block, "threads");
-  add_measurement(measurements, "occupancy", r.occupancy, "active warps / maximum warps per SM");
-  add_measurement(measurements, "sm_clock", r.sm_clock_mhz, "MHz");
+  for (const ResultField& f : result_fields()) {
+    if (!f.t4_name) continue;
+    const std::string unit = f.t4_unit ? f.t4_unit : r.metric_unit;
+    if (f.type == ResultField::Type::integer)
+      add_measurement(measurements, f.t4_name, r.*f.integer, unit);
+    else if (f.type == ResultField::Type::real)
+      add_measurement(measurements, f.t4_name, r.*f.real, unit);
+  }
   json out{{"timestamp", stored.measured_at},
            {"configuration", std::move(configuration)},
            {"times", std::move(times)},

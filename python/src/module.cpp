@@ -18,6 +18,7 @@
 #include "tiletune/bundle.hpp"
 #include "tiletune/client.hpp"
 #include "tiletune/family.hpp"
+#include "tiletune/result_fields.hpp"
 #include "tiletune/runtime.hpp"
 #include "tiletune/store.hpp"
 
@@ -131,21 +132,15 @@ nb::list results(const std::filesystem::path& database, const std::string& famil
       d["params"] = params_dict(rec.params);
       d["outcome"] = std::string(to_string(rec.outcome));
       d["reason"] = rec.reason;
-      d["median_ms"] = optional_value(rec.median_ms);
-      d["min_ms"] = optional_value(rec.min_ms);
-      d["spread"] = optional_value(rec.spread);
       d["repetitions"] = rec.repetitions;
-      d["metric"] = optional_value(rec.metric);
-      d["metric_unit"] = rec.metric_unit;
-      d["error"] = optional_value(rec.error);
-      d["registers"] = optional_value(rec.registers);
-      d["static_smem"] = optional_value(rec.static_smem);
-      d["dynamic_smem"] = optional_value(rec.dynamic_smem);
-      d["spill_bytes"] = optional_value(rec.spill_bytes);
-      d["threads_per_block"] = optional_value(rec.threads_per_block);
-      d["occupancy"] = optional_value(rec.occupancy);
-      d["occupancy_limiter"] = rec.occupancy_limiter;
-      d["compile_ms"] = optional_value(rec.compile_ms);
+      for (const ResultField& f : result_fields()) {
+        if (f.type == ResultField::Type::integer)
+          d[f.name] = optional_value(rec.*f.integer);
+        else if (f.type == ResultField::Type::real)
+          d[f.name] = optional_value(rec.*f.real);
+        else
+          d[f.name] = rec.*f.text;
+      }
       d["measured_at"] = r.measured_at;
       out.append(d);
     }

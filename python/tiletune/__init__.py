@@ -64,9 +64,10 @@ def results(
     database: PathLike, family: str = "", device: str = "", sweep: int = 0, limit: int = 0
 ) -> List[Dict[str, Any]]:
     """Every stored result of the selected sweeps as a record: sweep, family, device, arch, size, args, params
-    (a dict), outcome, reason, median_ms, min_ms, spread, repetitions, metric, metric_unit, error, registers,
-    static_smem, dynamic_smem, spill_bytes, threads_per_block, occupancy, occupancy_limiter, compile_ms,
-    measured_at. Within a sweep, ok results come first, fastest first; ``limit`` keeps that many per sweep.
+    (a dict), outcome, reason, repetitions, measured_at, and every stored value field: median_ms, min_ms,
+    spread, metric, metric_unit, error, registers, static_smem, dynamic_smem, local_bytes, spill_bytes,
+    threads_per_block, active_blocks, active_warps, occupancy_limiter, occupancy, sm_clock_mhz, compile_ms,
+    measure_ms. Within a sweep, ok results come first, fastest first; ``limit`` keeps that many per sweep.
     ``pandas.json_normalize(results(db))`` gives one column per parameter (``params.TILE_WIDTH``)."""
     return _tiletune.results(os.fspath(database), family, device, sweep, limit)
 
