@@ -106,21 +106,20 @@ void write_row(std::ostream& out, const Cells& cells) {
   out << "\r\n";
 }
 
+template <typename T>
+std::string csv_cell(const std::optional<T>& value) {
+  return csv_number(value);
+}
+std::string csv_cell(const std::string& value) { return value; }
+
 void set_result_cells(Cells& cells, const StoredResult& stored) {
   const ResultRecord& r = stored.record;
   cells[col::params] = params_to_text(r.params);
   cells[col::outcome] = std::string(to_string(r.outcome));
   cells[col::reason] = r.reason;
   cells[col::repetitions] = std::to_string(r.repetitions);
-  for (const ResultField& f : result_fields()) {
-    std::string& cell = cells[column_of(f.name)];
-    if (f.type == ResultField::Type::integer)
-      cell = csv_number(r.*f.integer);
-    else if (f.type == ResultField::Type::real)
-      cell = csv_number(r.*f.real);
-    else
-      cell = r.*f.text;
-  }
+  for (const ResultField& f : result_fields())
+    visit_field(f, r, [&](const auto& value) { cells[column_of(f.name)] = csv_cell(value); });
   cells[col::measured_at] = stored.measured_at;
   cells[col::times_ms] = r.times_ms.empty() ? "" : rows::times_json(r.times_ms);
 }
@@ -290,6 +289,11 @@ class Row {
       fail(c, "must be a number or empty, got " + in_quotes(t));
     return value;
   }
+
+  // A result field's cell (see result_fields()).
+  void read(std::size_t c, std::optional<int>& value) const { value = optional_int(c); }
+  void read(std::size_t c, std::optional<double>& value) const { value = optional_double(c); }
+  void read(std::size_t c, std::string& value) const { value = text(c); }
 
   // Run times as the export writes them, "[0.5,0.25]"; empty means none. Read without a JSON parser, so that
   // no field can nest.
@@ -469,15 +473,8 @@ ImportedResult read_result(const Row& row, const ImportedSweep& sweep) {
   if (repetitions < 0 || repetitions > std::numeric_limits<int>::max())
     row.fail(col::repetitions, "is out of range");
   r.repetitions = static_cast<int>(repetitions);
-  for (const ResultField& f : result_fields()) {
-    const std::size_t c = column_of(f.name);
-    if (f.type == ResultField::Type::integer)
-      r.*f.integer = row.optional_int(c);
-    else if (f.type == ResultField::Type::real)
-      r.*f.real = row.optional_double(c);
-    else
-      r.*f.text = row.text(c);
-  }
+  for (const ResultField& f : result_fields())
+    visit_field(f, r, [&](auto& value) { row.read(column_of(f.name), value); });
   r.times_ms = row.numbers(col::times_ms);
   // Empty as the JSON export's absent key: measured when the sweep started.
   imported.measured_at = row.text(col::measured_at).empty() ? sweep.started_at : row.text(col::measured_at);

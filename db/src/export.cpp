@@ -36,6 +36,12 @@ json optional_json(const std::optional<T>& value) {
   return *value;
 }
 
+template <typename T>
+json json_of(const std::optional<T>& value) {
+  return optional_json(value);
+}
+json json_of(const std::string& value) { return value; }
+
 json result_to_json(const StoredResult& stored) {
   const ResultRecord& r = stored.record;
   json params = json::object();
@@ -43,14 +49,8 @@ json result_to_json(const StoredResult& stored) {
   json out{{"params", params},       {"outcome", to_string(r.outcome)},
            {"reason", r.reason},     {"repetitions", r.repetitions},
            {"times_ms", r.times_ms}, {"measured_at", stored.measured_at}};
-  for (const ResultField& f : result_fields()) {
-    if (f.type == ResultField::Type::integer)
-      out[f.name] = optional_json(r.*f.integer);
-    else if (f.type == ResultField::Type::real)
-      out[f.name] = optional_json(r.*f.real);
-    else
-      out[f.name] = r.*f.text;
-  }
+  for (const ResultField& f : result_fields())
+    visit_field(f, r, [&](const auto& value) { out[f.name] = json_of(value); });
   return out;
 }
 
@@ -108,6 +108,11 @@ class Fields {
       fail(at(key), "is out of range");
     return static_cast<int>(v);
   }
+
+  // A result field's value (see result_fields()); an absent key reads as empty.
+  void read(const std::string& key, std::optional<int>& value) const { value = optional_int(key); }
+  void read(const std::string& key, std::optional<double>& value) const { value = optional_double(key); }
+  void read(const std::string& key, std::string& value) const { value = string(key, false); }
 
   std::optional<double> optional_double(const std::string& key) const {
     const json* value = find(key);
@@ -177,14 +182,8 @@ ImportedResult read_result(const json& value, const std::string& where, const st
   if (repetitions < 0 || repetitions > std::numeric_limits<int>::max())
     Fields::fail(f.at("repetitions"), "is out of range");
   r.repetitions = static_cast<int>(repetitions);
-  for (const ResultField& field : result_fields()) {
-    if (field.type == ResultField::Type::integer)
-      r.*field.integer = f.optional_int(field.name);
-    else if (field.type == ResultField::Type::real)
-      r.*field.real = f.optional_double(field.name);
-    else
-      r.*field.text = f.string(field.name, false);
-  }
+  for (const ResultField& field : result_fields())
+    visit_field(field, r, [&](auto& value) { f.read(field.name, value); });
   r.times_ms = f.numbers("times_ms");
   imported.measured_at = f.string("measured_at", false, started_at);
   rows::check_measurement(r, measured, f.where());

@@ -43,6 +43,14 @@ std::vector<double> times_from_json(const std::string& text) {
   return times;
 }
 
+void read_column(const sql::Stmt& stmt, int c, std::optional<int>& value) {
+  value = stmt.column_optional_int(c);
+}
+void read_column(const sql::Stmt& stmt, int c, std::optional<double>& value) {
+  value = stmt.column_optional_double(c);
+}
+void read_column(const sql::Stmt& stmt, int c, std::string& value) { value = stmt.column_text(c); }
+
 StoredResult read_result(const sql::Stmt& stmt, int c) {
   StoredResult stored;
   ResultRecord& r = stored.record;
@@ -52,15 +60,8 @@ StoredResult read_result(const sql::Stmt& stmt, int c) {
   r.outcome = outcome_from_string(outcome).value_or(Outcome::runtime_failed);
   r.reason = stmt.column_text(c++);
   r.repetitions = stmt.column_int(c++);
-  for (const ResultField& f : result_fields()) {
-    if (f.type == ResultField::Type::integer)
-      r.*f.integer = stmt.column_optional_int(c);
-    else if (f.type == ResultField::Type::real)
-      r.*f.real = stmt.column_optional_double(c);
-    else
-      r.*f.text = stmt.column_text(c);
-    ++c;
-  }
+  for (const ResultField& f : result_fields())
+    visit_field(f, r, [&](auto& value) { read_column(stmt, c++, value); });
   stored.measured_at = stmt.column_text(c++);
   stored.sweep_id = stmt.column_int64(c++);
   r.times_ms = times_from_json(stmt.column_text(c));
@@ -332,14 +333,8 @@ void ResultWriter::write(std::int64_t sweep_id, const ResultRecord& r, const std
   s.bind(1, sweep_id).bind(2, configuration_id).bind(3, to_string(r.outcome)).bind(4, r.reason);
   s.bind(5, r.repetitions);
   int i = 6;
-  for (const ResultField& f : result_fields()) {
-    if (f.type == ResultField::Type::integer)
-      s.bind(i++, r.*f.integer);
-    else if (f.type == ResultField::Type::real)
-      s.bind(i++, r.*f.real);
-    else
-      s.bind(i++, r.*f.text);
-  }
+  for (const ResultField& f : result_fields())
+    visit_field(f, r, [&](const auto& value) { s.bind(i++, value); });
   s.bind(i, measured_at);
   s.bind(i + 1, times_json(r.times_ms));
   s.run();

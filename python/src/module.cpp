@@ -37,6 +37,10 @@ nb::object optional_value(const std::optional<int>& v) {
   return nb::int_(*v);
 }
 
+nb::object python_value(const std::optional<double>& v) { return optional_value(v); }
+nb::object python_value(const std::optional<int>& v) { return optional_value(v); }
+nb::object python_value(const std::string& v) { return nb::str(v.c_str(), v.size()); }
+
 nb::dict params_dict(const Params& params) {
   nb::dict d;
   for (const auto& [name, value] : params) d[name.c_str()] = value;
@@ -133,14 +137,8 @@ nb::list results(const std::filesystem::path& database, const std::string& famil
       d["outcome"] = std::string(to_string(rec.outcome));
       d["reason"] = rec.reason;
       d["repetitions"] = rec.repetitions;
-      for (const ResultField& f : result_fields()) {
-        if (f.type == ResultField::Type::integer)
-          d[f.name] = optional_value(rec.*f.integer);
-        else if (f.type == ResultField::Type::real)
-          d[f.name] = optional_value(rec.*f.real);
-        else
-          d[f.name] = rec.*f.text;
-      }
+      for (const ResultField& f : result_fields())
+        visit_field(f, rec, [&](const auto& value) { d[f.name] = python_value(value); });
       d["measured_at"] = r.measured_at;
       out.append(d);
     }

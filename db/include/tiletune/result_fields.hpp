@@ -29,4 +29,21 @@ struct ResultField {
 // In the order of the results table's columns.
 const std::vector<ResultField>& result_fields();
 
+// Calls `visit` with the field's member of `record`: a std::optional<int>, std::optional<double> or
+// std::string, const where `record` is. Each reader and writer of the table is one generic visitor.
+template <typename Record, typename Visit>
+void visit_field(const ResultField& field, Record& record, Visit&& visit) {
+  switch (field.type) {
+    case ResultField::Type::integer:
+      visit(record.*field.integer);
+      return;
+    case ResultField::Type::real:
+      visit(record.*field.real);
+      return;
+    case ResultField::Type::text:
+      visit(record.*field.text);
+      return;
+  }
+}
+
 }  // namespace tiletune

@@ -159,14 +159,7 @@ class Replayer {
   void prefetch(std::size_t k, std::size_t pick, const std::vector<std::size_t>& upcoming, double t) {
     lane_ahead_[k] = {pick};
     lane_ahead_[k].insert(lane_ahead_[k].end(), upcoming.begin(), upcoming.end());
-    std::vector<std::size_t> all;
-    for (std::size_t j = 0;; ++j) {
-      bool any = false;
-      for (const auto& ahead : lane_ahead_)
-        if (j < ahead.size()) all.push_back(ahead[j]), any = true;
-      if (!any) break;
-    }
-    pool_->prefetch(t, all);
+    pool_->prefetch(t, interleave(lane_ahead_));
   }
 
   const ReplaySpace& space_;

@@ -459,4 +459,14 @@ std::vector<std::unique_ptr<Strategy>> make_lazy_strategies(const std::string& n
   return info.make_lazy(space, budget, seed, lanes);
 }
 
+std::vector<std::size_t> interleave(const std::vector<std::vector<std::size_t>>& lanes) {
+  std::vector<std::size_t> all;
+  for (std::size_t j = 0;; ++j) {
+    bool any = false;
+    for (const auto& ahead : lanes)
+      if (j < ahead.size()) all.push_back(ahead[j]), any = true;
+    if (!any) return all;
+  }
+}
+
 }  // namespace tiletune

@@ -62,6 +62,10 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const KernelFam
                                         const std::vector<Params>& candidates, std::size_t budget,
                                         std::uint64_t seed);
 
+// What several lanes' walkers will ask for, merged for the compile queue: every lane's first, then every
+// lane's second, and so on, so that each lane's next CUBIN comes early (the sweep and replay both queue so).
+std::vector<std::size_t> interleave(const std::vector<std::vector<std::size_t>>& lanes);
+
 // A sampling strategy over a space too large to enumerate gives up after this many draws in a row found
 // nothing runnable: a space so constrained is better described with fewer values, and the bound keeps a
 // sweep of a space without runnable points from drawing (and storing pruned points) forever.

@@ -62,14 +62,7 @@ void Dealer::deal(std::size_t k) {
 void Dealer::prefetch(std::size_t k, std::size_t job, Strategy& walker) {
   ahead_[k] = {job};
   for (std::size_t i : walker.upcoming()) ahead_[k].push_back(search_.job_for(i, candidates_.list()));
-  std::vector<std::size_t> all;
-  for (std::size_t j = 0;; ++j) {
-    bool any = false;
-    for (const auto& a : ahead_)
-      if (j < a.size()) all.push_back(a[j]), any = true;
-    if (!any) break;
-  }
-  search_.compiler().prefetch(all);
+  search_.compiler().prefetch(interleave(ahead_));
 }
 
 }  // namespace tiletune::sweep
