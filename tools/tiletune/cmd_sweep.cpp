@@ -215,13 +215,9 @@ std::vector<std::pair<const KernelFamily*, ProblemKey>> captured_work(const std:
 
 }  // namespace
 
-int cmd_sweep(const std::vector<std::string>& argv) {
-  Common c;
-  SweepOptions o;
-  std::string cache_dir = CompileCache::default_dir().string();
-  o.compile_jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  po::options_description desc("options");
-  add_common(desc, c, false, true);
+namespace {
+
+void add_sweep_options(po::options_description& desc, SweepOptions& o, std::string& cache_dir) {
   desc.add_options()(
       "gpus", po::value<std::string>(),
       "measure on several GPUs at once: 'all' or indices such as 0,1 (one sweep per GPU model)")(
@@ -257,64 +253,43 @@ int cmd_sweep(const std::vector<std::string>& argv) {
       "captured", po::value<std::string>(),
       "tune exactly the problems in this capture file (what the runtime served without an exact match; "
       "--strategy auto --budget as the main job unless given)");
-  if (!parse("sweep",
-             "Measures every runnable configuration of a family on the GPU in a separate worker process, "
-             "validates\n"
-             "each against a float64 reference and stores every outcome. Without --family: every built-in "
-             "family\n"
-             "at its default sizes (the main job: --strategy auto --budget " +
-                 std::to_string(kMainJobBudget) +
-                 " unless given). Random and annealing with\n"
-                 "--budget sample a space of any size (one that a 64-bit index holds) without building it. "
-                 "With --gpus\n"
-                 "one sweep measures on several GPUs of one model at once.",
-             desc, argv))
-    return 0;
-  po::variables_map vm;
-  po::store(po::command_line_parser(argv).options(desc).run(), vm);
-  o.resume = vm.count("resume") > 0;
-  if (vm.count("shard")) {
-    try {
-      o.shard = parse_shard(vm["shard"].as<std::string>());
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("sweep: ") + e.what());
-    }
-  }
-  if (vm.count("gpus") && !vm["gpu"].defaulted()) throw UsageError("sweep: give --gpu or --gpus, not both");
-  const std::vector<int> gpu_list =
-      vm.count("gpus") ? parse_gpus(vm["gpus"].as<std::string>()) : std::vector<int>{c.gpu};
-  const std::string captured = vm.count("captured") ? vm["captured"].as<std::string>() : "";
-  if (!captured.empty() && (!c.family.empty() || !c.size.empty()))
-    throw UsageError(
-        "sweep: --captured takes its families and sizes from the file: drop --family and --size");
-  const bool main_job = c.family.empty();
-  if (main_job && vm["strategy"].defaulted()) o.strategy = "auto";
-  if (main_job && vm["budget"].defaulted()) o.budget = kMainJobBudget;
-  o.progress_line = ::isatty(STDOUT_FILENO);
-  if (o.strategy != "auto")
-    make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
-  auto fams = families(c);
-  if (vm.count("input"))
-    use_input_files(fams, "sweep", c.family, vm["input"].as<std::vector<std::string>>(), false);
-  std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
-  std::deque<KernelFamily> filled;  // families filled from a capture's saved inputs
-  if (!captured.empty()) {
-    work = captured_work(fams, captured, filled);
-  } else if (!main_job) {
+}
+
+const std::string kSweepHelp =
+    "Measures every runnable configuration of a family on the GPU in a separate worker process, validates\n"
+    "each against a float64 reference and stores every outcome. Without --family: every built-in family\n"
+    "at its default sizes (the main job: --strategy auto --budget " +
+    std::to_string(kMainJobBudget) +
+    " unless given). Random and annealing with\n"
+    "--budget sample a space of any size (one that a 64-bit index holds) without building it. With --gpus\n"
+    "one sweep measures on several GPUs of one model at once.";
+
+using Work = std::vector<std::pair<const KernelFamily*, ProblemKey>>;
+
+// The problems to sweep: the capture file's, the one given, or every family's default sizes (the main job).
+Work sweep_work(const std::vector<KernelFamily>& fams, const Common& c, const std::string& captured,
+                std::deque<KernelFamily>& filled) {
+  Work work;
+  if (!captured.empty()) return captured_work(fams, captured, filled);
+  if (!c.family.empty()) {
     const KernelFamily& f = find_family(fams, c.family);
     work.emplace_back(&f, problem_for(f, c));
-  } else {
-    if (!c.size.empty()) throw UsageError("sweep: --size needs --family");
-    for (const auto& f : fams)
-      for (const auto& size : f.default_sizes) {
-        Common one = c;
-        one.size = size.substr(0, size.find(' '));
-        if (size.find(' ') != std::string::npos) one.args.push_back(size.substr(size.find(' ') + 1));
-        work.emplace_back(&f, problem_for(f, one));
-      }
+    return work;
   }
-  // A space too large for this strategy is refused, with its size, before the worker or the database start.
-  // What each problem plans to measure weighs the main job's estimate.
+  if (!c.size.empty()) throw UsageError("sweep: --size needs --family");
+  for (const auto& f : fams)
+    for (const auto& size : f.default_sizes) {
+      Common one = c;
+      one.size = size.substr(0, size.find(' '));
+      if (size.find(' ') != std::string::npos) one.args.push_back(size.substr(size.find(' ') + 1));
+      work.emplace_back(&f, problem_for(f, one));
+    }
+  return work;
+}
+
+// A space too large for this strategy is refused, with its size, before the worker or the database start.
+// What each problem plans to measure weighs the main job's estimate.
+std::vector<double> planned_measurements(const Work& work, const SweepOptions& o) {
   std::vector<double> planned;
   for (const auto& item : work) {
     sweep_space_walk(*item.first, o);
@@ -322,39 +297,59 @@ int cmd_sweep(const std::vector<std::string>& argv) {
     const double n = size ? static_cast<double>(*size) : 0;
     planned.push_back(o.budget ? std::min(n, static_cast<double>(o.budget)) : n);
   }
-  CompileCache cache(cache_dir);
-  if (!cache.enabled())
-    cache = CompileCache(std::filesystem::temp_directory_path() /
-                         ("tiletune-cache-" + std::to_string(::getpid())));
-  // The GPUs are checked (and their workers started) before the database opens: a sweep that cannot run
-  // leaves no database behind.
-  Pools gpus = start_pools(gpu_list);
-  Store store = Store::open(c.db);
-  if (gpus.pools.size() > 1) {
-    std::cout << "GPUs of different models never share a sweep: one sweep per model, on";
-    for (std::size_t i = 0; i < gpus.names.size(); ++i) std::cout << (i ? " and " : " ") << gpus.names[i];
-    std::cout << "\n";
+  return planned;
+}
+
+struct SweptProblem {
+  const KernelFamily* family;
+  ProblemKey problem;
+  std::string gpus;
+  SweepSummary summary;
+};
+
+void print_main_job_table(const std::vector<SweptProblem>& rows, bool several_models, double seconds) {
+  std::cout << "\nbest of every problem (" << fmt(seconds, 0) << " s):\n";
+  std::vector<std::vector<std::string>> table;
+  for (const auto& r : rows) {
+    const auto& b = r.summary.best;
+    std::vector<std::string> row = {r.family->name, r.problem.text(), r.summary.strategy,
+                                    std::to_string(r.summary.measured)};
+    if (several_models) row.insert(row.begin() + 2, r.gpus);
+    if (b) {
+      row.push_back(fmt(b->record.median_ms, 4));
+      row.push_back(b->record.metric ? fmt(*b->record.metric, 1) + " " + b->record.metric_unit : "-");
+      row.push_back(params_to_text(b->record.params));
+    } else {
+      row.insert(row.end(), {"-", "-", "nothing ran"});
+    }
+    table.push_back(row);
   }
-  if (main_job)
-    std::cout << "main job: " << work.size() << " problems of the built-in families on " << gpus.names.front()
-              << (gpus.pools.size() > 1 ? " and more" : "") << "; strategy " << o.strategy
-              << (o.strategy == "auto" ? " (brute force where at most " + std::to_string(o.budget) +
-                                             " configurations run, guided search for " +
-                                             std::to_string(o.budget) + " elsewhere)"
-                                       : std::string())
-              << "\n";
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  std::vector<std::string> header = {"family",  "problem", "strategy",     "measured",
+                                     "best ms", "metric",  "configuration"};
+  if (several_models) header.insert(header.begin() + 2, "GPUs");
+  print_table(std::cout, header, table);
+}
+
+void print_main_job_head(const Work& work, const Pools& gpus, const SweepOptions& o) {
+  std::cout << "main job: " << work.size() << " problems of the built-in families on " << gpus.names.front()
+            << (gpus.pools.size() > 1 ? " and more" : "") << "; strategy " << o.strategy
+            << (o.strategy == "auto"
+                    ? " (brute force where at most " + std::to_string(o.budget) +
+                          " configurations run, guided search for " + std::to_string(o.budget) + " elsewhere)"
+                    : std::string())
+            << "\n";
+}
+
+// Sweeps every problem on every GPU model in turn; the exit status (130 when interrupted).
+int run_work(const Work& work, const std::vector<double>& planned, Pools& gpus, Store& store,
+             const CompileCache& cache, const SweepOptions& o, bool main_job) {
   int status = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  double planned_done = 0;
-  struct Row {
-    const KernelFamily* family;
-    ProblemKey problem;
-    std::string gpus;
-    SweepSummary summary;
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  std::vector<Row> rows;
+  double planned_done = 0;
+  std::vector<SweptProblem> rows;
   for (std::size_t w = 0; w < work.size() && !g_stop; ++w) {
     const auto& [family, problem] = work[w];
     for (std::size_t p = 0; p < gpus.pools.size() && !g_stop; ++p) {
@@ -370,39 +365,84 @@ int cmd_sweep(const std::vector<std::string>& argv) {
       }
     }
     planned_done += planned[w];
-    if (main_job) {
-      double left = 0;
-      for (std::size_t k = w + 1; k < work.size(); ++k) left += planned[k];
-      print_overall(w + 1, work.size(),
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                    planned_done, left);
-    }
+    if (!main_job) continue;
+    double left = 0;
+    for (std::size_t k = w + 1; k < work.size(); ++k) left += planned[k];
+    print_overall(w + 1, work.size(), elapsed(), planned_done, left);
   }
-  if (main_job) {
-    std::cout << "\nbest of every problem ("
-              << fmt(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0)
-              << " s):\n";
-    std::vector<std::vector<std::string>> table;
-    for (const auto& r : rows) {
-      const auto& b = r.summary.best;
-      std::vector<std::string> row = {r.family->name, r.problem.text(), r.summary.strategy,
-                                      std::to_string(r.summary.measured)};
-      if (gpus.pools.size() > 1) row.insert(row.begin() + 2, r.gpus);
-      if (b) {
-        row.push_back(fmt(b->record.median_ms, 4));
-        row.push_back(b->record.metric ? fmt(*b->record.metric, 1) + " " + b->record.metric_unit : "-");
-        row.push_back(params_to_text(b->record.params));
-      } else {
-        row.insert(row.end(), {"-", "-", "nothing ran"});
-      }
-      table.push_back(row);
-    }
-    std::vector<std::string> header = {"family",  "problem", "strategy",     "measured",
-                                       "best ms", "metric",  "configuration"};
-    if (gpus.pools.size() > 1) header.insert(header.begin() + 2, "GPUs");
-    print_table(std::cout, header, table);
-  }
+  if (main_job) print_main_job_table(rows, gpus.pools.size() > 1, elapsed());
   return status;
+}
+
+struct SweepArgs {
+  std::vector<int> gpus;
+  std::string captured;  // the capture file to tune, if any
+  bool main_job = false;
+};
+
+// The options beyond the common ones, checked together; the main job's defaults go into `o`.
+SweepArgs read_sweep_args(const po::variables_map& vm, const Common& c, SweepOptions& o) {
+  SweepArgs a;
+  o.resume = vm.count("resume") > 0;
+  if (vm.count("shard")) {
+    try {
+      o.shard = parse_shard(vm["shard"].as<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("sweep: ") + e.what());
+    }
+  }
+  if (vm.count("gpus") && !vm["gpu"].defaulted()) throw UsageError("sweep: give --gpu or --gpus, not both");
+  a.gpus = vm.count("gpus") ? parse_gpus(vm["gpus"].as<std::string>()) : std::vector<int>{c.gpu};
+  a.captured = vm.count("captured") ? vm["captured"].as<std::string>() : "";
+  if (!a.captured.empty() && (!c.family.empty() || !c.size.empty()))
+    throw UsageError(
+        "sweep: --captured takes its families and sizes from the file: drop --family and --size");
+  a.main_job = c.family.empty();
+  if (a.main_job && vm["strategy"].defaulted()) o.strategy = "auto";
+  if (a.main_job && vm["budget"].defaulted()) o.budget = kMainJobBudget;
+  o.progress_line = ::isatty(STDOUT_FILENO);
+  if (o.strategy != "auto")
+    make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
+  return a;
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& argv) {
+  Common c;
+  SweepOptions o;
+  std::string cache_dir = CompileCache::default_dir().string();
+  o.compile_jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  po::options_description desc("options");
+  add_common(desc, c, false, true);
+  add_sweep_options(desc, o, cache_dir);
+  if (!parse("sweep", kSweepHelp, desc, argv)) return 0;
+  po::variables_map vm;
+  po::store(po::command_line_parser(argv).options(desc).run(), vm);
+  const SweepArgs args = read_sweep_args(vm, c, o);
+  auto fams = families(c);
+  if (vm.count("input"))
+    use_input_files(fams, "sweep", c.family, vm["input"].as<std::vector<std::string>>(), false);
+  std::deque<KernelFamily> filled;  // families filled from a capture's saved inputs
+  const Work work = sweep_work(fams, c, args.captured, filled);
+  const std::vector<double> planned = planned_measurements(work, o);
+  CompileCache cache(cache_dir);
+  if (!cache.enabled())
+    cache = CompileCache(std::filesystem::temp_directory_path() /
+                         ("tiletune-cache-" + std::to_string(::getpid())));
+  // The GPUs are checked (and their workers started) before the database opens: a sweep that cannot run
+  // leaves no database behind.
+  Pools gpus = start_pools(args.gpus);
+  Store store = Store::open(c.db);
+  if (gpus.pools.size() > 1) {
+    std::cout << "GPUs of different models never share a sweep: one sweep per model, on";
+    for (std::size_t i = 0; i < gpus.names.size(); ++i) std::cout << (i ? " and " : " ") << gpus.names[i];
+    std::cout << "\n";
+  }
+  if (args.main_job) print_main_job_head(work, gpus, o);
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  return run_work(work, planned, gpus, store, cache, o, args.main_job);
 }
 
 }  // namespace tiletune::cli
