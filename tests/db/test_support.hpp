@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -193,9 +194,14 @@ inline std::string write_csv(const std::vector<std::vector<std::string>>& rows,
 }
 
 // An export's JSON without the one field that differs between two exports of the same store.
+// The export without its time, its sweeps in uid order: sweeps started in the same millisecond are listed in
+// the order a database stored them, which two databases that imported them differently need not share.
 inline nlohmann::json without_export_time(const std::string& text) {
   nlohmann::json doc = nlohmann::json::parse(text);
   doc.erase("exported_at");
+  if (doc.contains("sweeps") && doc["sweeps"].is_array())
+    std::stable_sort(doc["sweeps"].begin(), doc["sweeps"].end(),
+                     [](const auto& a, const auto& b) { return a.value("uid", "") < b.value("uid", ""); });
   return doc;
 }
 
