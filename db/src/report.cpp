@@ -808,6 +808,66 @@ std::string outcomes_figure(const SweepView& s) {
   return out + "</tbody></table></figure>";
 }
 
+// ---- best so far ----
+
+constexpr int curve_w = 1320, curve_h = 260;
+
+// The sweep's best time after each measurement, as a step line over the measurements, each improvement a
+// dot with its configuration; the strategy and when the best was found in the subtitle.
+std::string best_so_far_figure(const SweepView& s, const std::vector<BestSoFarPoint>& curve) {
+  const std::string id = std::to_string(s.info.id);
+  std::size_t measured = 0;
+  for (const auto& r : s.results)
+    measured += !(r.record.outcome == Outcome::pruned && !r.record.compile_ms && !r.record.registers);
+  const std::string title = "Best so far: " + std::to_string(curve.size()) + " improvement" +
+                            (curve.size() == 1 ? "" : "s") + " over " + std::to_string(measured) +
+                            " measurements (sweep " + id + ", " + esc(s.info.strategy, 80) + ")";
+  std::string out =
+      "<figure class=\"tt-figure tt-wide\" id=\"best-so-far-" + id + "\"><h4>" + title + "</h4>";
+  if (curve.empty())
+    return out +
+           placeholder_svg("best-so-far", s.info.id, curve_w, curve_h, "no ok configuration with a time") +
+           "</figure>";
+  const BestSoFarPoint& last = curve.back();
+  out += "<p class=\"tt-sub\">best " + ms_text(last.median_ms) + " found at measurement " +
+         std::to_string(last.measurement) + ", " + value_text(last.seconds) + " s after the sweep began</p>";
+  const double left = 64, right = 20, top = 12, bottom = 40;
+  const double plot_w = curve_w - left - right, plot_h = curve_h - top - bottom;
+  const double n =
+      static_cast<double>(std::max<std::size_t>(measured, static_cast<std::size_t>(last.measurement)));
+  const Scale x = scale_for(1, std::max(2.0, n), left, left + plot_w, 1e300, false);
+  const Scale y = scale_for(last.median_ms, curve.front().median_ms, top + plot_h, top, 10.0, false);
+  out += svg_open("best-so-far", s.info.id, curve_w, curve_h, title);
+  for (const double v : y.ticks()) {
+    out += line_el(left, y(v), left + plot_w, y(v), "stroke=\"#eee\"");
+    out += text_el(left - 6, y(v) + 4, y.label(v), "text-anchor=\"end\"");
+  }
+  std::string path =
+      "M" + px(x(static_cast<double>(curve.front().measurement))) + "," + px(y(curve.front().median_ms));
+  for (std::size_t i = 1; i < curve.size(); ++i)
+    path += "H" + px(x(static_cast<double>(curve[i].measurement))) + "V" + px(y(curve[i].median_ms));
+  path += "H" + px(x(n));
+  out += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + bar_colour + "\" stroke-width=\"2\"/>";
+  for (const BestSoFarPoint& p : curve)
+    out += "<g><circle cx=\"" + px(x(static_cast<double>(p.measurement))) + "\" cy=\"" + px(y(p.median_ms)) +
+           "\" r=\"3.5\" fill=\"" + winner_colour + "\"/><title>measurement " +
+           std::to_string(p.measurement) + ", " + value_text(p.seconds) + " s: " + ms_text(p.median_ms) +
+           " " + esc(params_display(p.params), 200) + "</title></g>";
+  const std::string axis = std::string("stroke=\"") + axis_colour + "\"";
+  out += line_el(left, top + plot_h, left + plot_w, top + plot_h, axis) +
+         line_el(left, top, left, top + plot_h, axis);
+  for (const double v : x.ticks()) {
+    out += line_el(x(v), top + plot_h, x(v), top + plot_h + 4, axis);
+    out += text_el(x(v), top + plot_h + 16, x.label(v), "text-anchor=\"middle\"");
+  }
+  out += text_el(left + plot_w / 2, curve_h - 6, "measurements",
+                 "text-anchor=\"middle\" class=\"tt-axis-name\"");
+  out += text_el(14, top + plot_h / 2, "best (ms)",
+                 "text-anchor=\"middle\" class=\"tt-axis-name\" transform=\"rotate(-90 14 " +
+                     px(top + plot_h / 2) + ")\"");
+  return out + "</svg></figure>";
+}
+
 // ---- best metric against problem size, across the sweeps of a family on a device ----
 
 constexpr int size_w = 1320, size_h = 360;
@@ -1241,7 +1301,7 @@ std::string render_report(const std::filesystem::path& database, const ReportOpt
                esc(problem_display(s->info.problem), 120) + " (" + esc(s->info.kind, 20) + ", " +
                esc(s->info.status, 20) + ")</h3>" + provenance(*s);
         out += "<div class=\"tt-row\">" + heatmap_figure(*s) + distribution_figure(*s) + "</div>" +
-               outcomes_figure(*s) + "</section>";
+               best_so_far_figure(*s, store.best_so_far(s->info.id)) + outcomes_figure(*s) + "</section>";
       }
       out += "</section>";
       f = g;

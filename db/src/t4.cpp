@@ -93,6 +93,14 @@ std::string version_text(const json& properties, const char* key) {
   return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
 }
 
+// The sweep's best-so-far curve (tiletune's own key among its sweep's metadata): where its best improved.
+json best_so_far_json(const std::vector<BestSoFarPoint>& curve) {
+  json out = json::array();
+  for (const BestSoFarPoint& p : curve)
+    out.push_back(json{{"measurement", p.measurement}, {"seconds", p.seconds}, {"time", p.median_ms}});
+  return out;
+}
+
 }  // namespace
 
 void Store::export_t4(std::ostream& out, const std::string& family, const std::string& device_name,
@@ -138,7 +146,8 @@ void Store::export_t4(std::ostream& out, const std::string& family, const std::s
                              {"started_at", s.started_at},
                              {"ended_at", s.ended_at.empty() ? json(nullptr) : json(s.ended_at)},
                              {"tiletune_version", s.tiletune_version},
-                             {"git_sha", s.git_sha}});
+                             {"git_sha", s.git_sha},
+                             {"best_so_far", best_so_far_json(best_so_far(s.id))}});
   }
   const json metadata{
       {"timeunit", "milliseconds"},

@@ -625,3 +625,43 @@ TEST(Cli, EchoedArgumentsAreOneLineWithControlCharactersEscaped) {
   EXPECT_FALSE(raw_controls(q.out + q.err)) << q.out << q.err;
   EXPECT_LE(lines(q.out), 3) << q.out;
 }
+
+// `show` prints where a sweep's best improved: measurement, time and seconds since the sweep began.
+TEST(Cli, ShowPrintsTheBestSoFarCurve) {
+  TempDir dir;
+  using nlohmann::json;
+  const auto result = [](int tile, const char* outcome, double ms, const char* at) {
+    json r{{"params", {{"TILE", tile}}}, {"outcome", outcome}, {"measured_at", at}, {"repetitions", 0}};
+    if (std::string(outcome) == "ok") r["median_ms"] = ms, r["repetitions"] = 5;
+    return r;
+  };
+  const json sweep{
+      {"uid", "0123456789abcdef0123456789abcdef"},
+      {"device",
+       {{"name", "Lab GPU"},
+        {"uuid", "GPU-lab"},
+        {"arch", "sm_90"},
+        {"sm_count", 132},
+        {"properties", json::object()}}},
+      {"family", {{"name", "demo"}, {"template_hash", "h1"}, {"description", {{"name", "demo"}}}}},
+      {"problem", {{"size", "4096"}, {"args", ""}}},
+      {"kind", "sweep"},
+      {"strategy", "random"},
+      {"status", "done"},
+      {"space_hash", "s1"},
+      {"started_at", "2026-01-01T00:00:00.000Z"},
+      {"ended_at", "2026-01-01T00:00:09.000Z"},
+      {"results",
+       {result(8, "ok", 3.0, "2026-01-01T00:00:01.000Z"),
+        result(16, "runtime_failed", 0, "2026-01-01T00:00:02.000Z"),
+        result(32, "ok", 2.0, "2026-01-01T00:00:04.500Z"),
+        result(64, "ok", 2.5, "2026-01-01T00:00:05.000Z")}}};
+  const json doc{{"format", "tiletune-export"}, {"schema_version", 3}, {"sweeps", {sweep}}};
+  std::ofstream(dir.path / "demo.json") << doc.dump();
+  const CmdResult imported = tiletune_cmd("import demo.json", dir);
+  ASSERT_EQ(imported.status, 0) << imported.err << imported.out;
+  const CmdResult shown = tiletune_cmd("show --family demo", dir);
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_NE(shown.out.find("best so far: #1 3.0000 ms (1.0 s) -> #3 2.0000 ms (4.5 s)\n"), std::string::npos)
+      << shown.out;
+}

@@ -5,6 +5,27 @@
 
 namespace tiletune::cli {
 
+namespace {
+
+// "best so far: #1 0.9 ms (0.2 s) -> #7 0.5 ms (1.4 s) -> ...": the first points and the last, at most 12.
+void print_best_so_far(const std::vector<BestSoFarPoint>& curve) {
+  if (curve.empty()) return;
+  constexpr std::size_t kShown = 12;
+  std::cout << "best so far:";
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    if (curve.size() > kShown && i == kShown / 2) {
+      std::cout << " -> ... (" << curve.size() - kShown << " more)";
+      i = curve.size() - kShown / 2;
+    }
+    const BestSoFarPoint& p = curve[i];
+    std::cout << (i ? " -> #" : " #") << p.measurement << " " << fmt(p.median_ms, 4) << " ms ("
+              << fmt(p.seconds, 1) << " s)";
+  }
+  std::cout << "\n";
+}
+
+}  // namespace
+
 int cmd_show(const std::vector<std::string>& argv) {
   Common c;
   std::int64_t sweep_id = 0;
@@ -51,6 +72,7 @@ int cmd_show(const std::vector<std::string>& argv) {
   if (sweep->best_found_count)
     std::cout << "best found at measurement " << *sweep->best_found_count << ", after "
               << fmt(sweep->best_found_seconds.value_or(0), 1) << " s (" << sweep->strategy << ")\n";
+  print_best_so_far(store.best_so_far(sweep->id));
   std::cout << "\n";
   const auto results = store.results(sweep->id);
   std::vector<std::vector<std::string>> rows;

@@ -64,6 +64,16 @@ struct SweepInfo {
   std::optional<double> best_found_seconds;
 };
 
+// A point where a sweep's best improved: the measurement that found it (counted from 1 in the order the
+// results were stored, leaving out what was pruned before compiling), the seconds since the sweep started,
+// the new best time and its configuration.
+struct BestSoFarPoint {
+  std::int64_t measurement = 0;
+  double seconds = 0;
+  double median_ms = 0;
+  Params params;
+};
+
 struct StoredResult {
   std::int64_t sweep_id = 0;
   ResultRecord record;

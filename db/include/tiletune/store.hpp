@@ -72,6 +72,8 @@ class Store {
   // Results of one sweep: ok results by median time first, then the others by outcome; the first `limit`
   // of them (0: all).
   std::vector<StoredResult> results(std::int64_t sweep_id, std::size_t limit = 0) const;
+  // The sweep's best-so-far curve: every point where its best ok time improved, in the order it measured.
+  std::vector<BestSoFarPoint> best_so_far(std::int64_t sweep_id) const;
   // The best ok result over every sweep for (family, device name, problem), if any.
   std::optional<StoredResult> best(const std::string& family, const std::string& device_name,
                                    const ProblemKey& problem) const;
