@@ -313,6 +313,8 @@ EXPECTED_DRAWING = {
                                                 "the winner's red line": (227, 26, 28)}},
     "size": {"share": 0.01, "colours": {"the tuned series' blue": (31, 120, 180)}},
     "outcomes": {"share": 0.02, "colours": {"the ok bar's green": (51, 160, 44)}},
+    "best-so-far": {"share": 0.005, "colours": {"the step line's blue-grey": (141, 169, 196),
+                                                "the improvements' red dots": (227, 26, 28)}},
 }
 
 
@@ -390,7 +392,8 @@ def main():
     kinds = {}
     for c in visible:
         kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
-    want_kinds = {"heatmap": len(expected), "distribution": len(expected), "outcomes": len(expected), "size": 2}
+    want_kinds = {"heatmap": len(expected), "distribution": len(expected), "outcomes": len(expected),
+                  "best-so-far": len(expected), "size": 2}
     check(kinds == want_kinds, "visible charts %s, expected %s" % (kinds, want_kinds))
     # The default heatmap of each sweep is over the pair that explains the most variance of its times.
     shown = [c["title"] for c in visible if c["kind"] == "heatmap"]
