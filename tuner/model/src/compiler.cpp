@@ -454,16 +454,32 @@ BackgroundCompiler::BackgroundCompiler(std::vector<CompileJob> jobs, const Compi
                                 std::min<int>(workers_, static_cast<int>(todo.size())), &jobs_file_);
 }
 
+namespace {
+
+// Ends a compile child that is no longer needed. SIGKILL, not SIGTERM: the child has run NVRTC, whose SIGTERM
+// handler calls exit(), and a child interrupted inside the allocator then waits in its exit handlers for the
+// lock it holds itself, while this process waits for it. A killed child's cache write is at most a temporary
+// file (write_atomic renames it into place), which goes too.
+void stop_child(int pid, const std::filesystem::path& cache_dir) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  std::error_code ec;
+  const std::string suffix = ".tmp." + std::to_string(pid);
+  for (std::filesystem::directory_iterator it(cache_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      std::filesystem::remove(it->path(), ec);
+  }
+}
+
+}  // namespace
+
 BackgroundCompiler::~BackgroundCompiler() {
   std::error_code ec;
-  for (int pid : children_) {
-    if (pid <= 0) continue;
-    ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
-  }
+  for (int pid : children_)
+    if (pid > 0) stop_child(pid, cache_.dir());
   for (const auto& c : singles_) {
-    ::kill(c.pid, SIGTERM);
-    ::waitpid(c.pid, nullptr, 0);
+    stop_child(c.pid, cache_.dir());
     std::filesystem::remove(c.file, ec);
   }
   if (!jobs_file_.empty()) std::filesystem::remove(jobs_file_, ec);
