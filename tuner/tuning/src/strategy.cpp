@@ -22,29 +22,27 @@ std::size_t count_measured(const std::vector<std::optional<double>>& times) {
       std::count_if(times.begin(), times.end(), [](const auto& t) { return t.has_value(); }));
 }
 
-// Walks a fixed order: in space order (brute force) or shuffled (random sampling).
+// Walks the candidates in space order (brute force).
 class OrderedStrategy : public Strategy {
  public:
-  OrderedStrategy(std::vector<std::size_t> order, std::size_t budget)
-      : order_(std::move(order)), budget_(budget) {}
+  OrderedStrategy(std::size_t count, std::size_t budget) : count_(count), budget_(budget) {}
   std::optional<std::size_t> next(const std::vector<std::optional<double>>& times) override {
     if (budget_ && count_measured(times) >= budget_) return std::nullopt;
-    while (pos_ < order_.size()) {
-      const std::size_t i = order_[pos_++];
+    while (pos_ < count_) {
+      const std::size_t i = pos_++;
       if (!times[i]) return i;
     }
     return std::nullopt;
   }
   std::vector<std::size_t> likely_order() const override {
-    return budget_ && budget_ < order_.size()
-               ? std::vector<std::size_t>(order_.begin(), order_.begin() + budget_)
-               : order_;
+    std::vector<std::size_t> order(budget_ ? std::min(budget_, count_) : count_);
+    std::iota(order.begin(), order.end(), 0);
+    return order;
   }
   bool order_is_fixed() const override { return true; }
 
  private:
-  std::vector<std::size_t> order_;
-  std::size_t budget_;
+  std::size_t count_, budget_;
   std::size_t pos_ = 0;
 };
 
@@ -71,45 +69,12 @@ class AnnealingStrategy : public Strategy {
         std::remove_if(batch_.begin(), batch_.end(), [&](std::size_t i) { return measured(times, i); }),
         batch_.end());
     if (batch_.empty()) {
-      if (!current_) {  // the first point, or the one after a restart
-        if (last_ && measured(times, *last_) && std::isfinite(*times[*last_]))
-          current_ = *last_, current_time_ = *times[*last_];
-      } else if (!measured_batch_.empty()) {  // the neighbourhood is measured: move
-        if (const auto best = fastest(measured_batch_, times)) {
-          const double t = *times[*best];
-          const double temperature =
-              0.3 * (1.0 - static_cast<double>(done) / static_cast<double>(budget_)) + 1e-3;
-          const double slowdown = (t - current_time_) / current_time_;
-          std::uniform_real_distribution<double> u(0.0, 1.0);
-          if (slowdown <= 0 || u(rng_) < std::exp(-slowdown / temperature))
-            current_ = *best, current_time_ = t;
-        }
-      }
-      measured_batch_.clear();
-      if (current_)
-        for (std::size_t n : neighbours(*current_))
-          if (!measured(times, n)) batch_.push_back(n);
-      if (batch_.empty()) {  // start, or a dead end: a random unmeasured point
-        current_.reset();
-        speculative_.clear();
-        const auto start = restart(times);
-        if (!start) return std::nullopt;
-        last_ = start;
-        return last_;
-      }
-      std::shuffle(batch_.begin(), batch_.end(), rng_);
-      if (batch_.size() > budget_ - done) batch_.resize(budget_ - done);
+      settle(times, done);
+      if (!open_neighbourhood(times, done)) return start_anew(times);
     }
     last_ = batch_.back();
     batch_.pop_back();
-    // Where the walk will likely go next: the best neighbour measured so far, if it beats the current point.
-    // Its own neighbours are worth compiling while the rest of this neighbourhood is measured.
-    speculative_.clear();
-    const auto lead = fastest(measured_batch_, times);
-    if (lead && *times[*lead] < current_time_)
-      for (std::size_t n : neighbours(*lead))
-        if (!measured(times, n) && n != *last_ && std::find(batch_.begin(), batch_.end(), n) == batch_.end())
-          speculative_.push_back(n);
+    speculate(times);
     measured_batch_.push_back(*last_);
     return last_;
   }
@@ -133,6 +98,59 @@ class AnnealingStrategy : public Strategy {
   std::mt19937_64 rng_;
 
  private:
+  // Where the walk stands once a neighbourhood is measured: the first point (or the one after a restart) once
+  // it ran; else the best neighbour if it is faster, or with probability exp(-relative slowdown /
+  // temperature).
+  void settle(const Times& times, std::size_t done) {
+    if (!current_) {
+      if (last_ && measured(times, *last_) && std::isfinite(*times[*last_]))
+        current_ = *last_, current_time_ = *times[*last_];
+      return;
+    }
+    if (measured_batch_.empty()) return;
+    const auto best = fastest(measured_batch_, times);
+    if (!best) return;
+    const double t = *times[*best];
+    const double temperature = 0.3 * (1.0 - static_cast<double>(done) / static_cast<double>(budget_)) + 1e-3;
+    const double slowdown = (t - current_time_) / current_time_;
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    if (slowdown <= 0 || u(rng_) < std::exp(-slowdown / temperature)) current_ = *best, current_time_ = t;
+  }
+
+  // The current point's unmeasured neighbours, in random order, at most the budget left; false when there are
+  // none (the walk starts, or met a dead end).
+  bool open_neighbourhood(const Times& times, std::size_t done) {
+    measured_batch_.clear();
+    if (current_)
+      for (std::size_t n : neighbours(*current_))
+        if (!measured(times, n)) batch_.push_back(n);
+    if (batch_.empty()) return false;
+    std::shuffle(batch_.begin(), batch_.end(), rng_);
+    if (batch_.size() > budget_ - done) batch_.resize(budget_ - done);
+    return true;
+  }
+
+  // A random unmeasured point to walk from.
+  std::optional<std::size_t> start_anew(const Times& times) {
+    current_.reset();
+    speculative_.clear();
+    const auto start = restart(times);
+    if (!start) return std::nullopt;
+    last_ = start;
+    return last_;
+  }
+
+  // Where the walk will likely go next: the best neighbour measured so far, if it beats the current point.
+  // Its own neighbours are worth compiling while the rest of this neighbourhood is measured.
+  void speculate(const Times& times) {
+    speculative_.clear();
+    const auto lead = fastest(measured_batch_, times);
+    if (!lead || *times[*lead] >= current_time_) return;
+    for (std::size_t n : neighbours(*lead))
+      if (!measured(times, n) && n != *last_ && std::find(batch_.begin(), batch_.end(), n) == batch_.end())
+        speculative_.push_back(n);
+  }
+
   // The fastest of `among` that ran (a finite measured time), if any did.
   static std::optional<std::size_t> fastest(const std::vector<std::size_t>& among, const Times& times) {
     std::optional<std::size_t> best;
@@ -198,22 +216,24 @@ std::string gave_up_text() {
   return "gave up: " + std::to_string(kMaxFruitlessDraws) + " draws in a row found nothing runnable";
 }
 
-// Random sampling of a space too large to enumerate: draws distinct indices in a seeded shuffled order,
-// pruning each as it is drawn, and keeps a few runnable ones drawn ahead so that they compile while the
-// current one is measured.
-class LazyRandomStrategy : public Strategy {
+// Random sampling, one walk for every space size: distinct indices drawn in a seeded shuffled order
+// (IndexShuffle), with a few runnable ones drawn ahead so that they compile while the current one is
+// measured. Over an enumerated space every index is a runnable candidate, its own slot, and the order is
+// known up front; over a space too large to enumerate each index is pruned as it is drawn.
+class RandomStrategy : public Strategy {
  public:
   // Enough to keep a machine's compiler processes busy; never more than the budget left.
   static constexpr std::size_t kLookahead = 16;
 
-  LazyRandomStrategy(LazyCandidates& space, std::size_t budget, std::uint64_t seed)
-      : space_(space), draws_(space.space().size(), seed), budget_(budget) {}
+  // space: null for an enumerated space of `count` candidates. budget 0: every candidate.
+  RandomStrategy(LazyCandidates* space, std::uint64_t count, std::size_t budget, std::uint64_t seed)
+      : space_(space), draws_(count, seed), budget_(budget ? budget : count) {}
 
   std::optional<std::size_t> next(const Times& times) override {
     const std::size_t done = count_measured(times);
     if (done >= budget_) return std::nullopt;
     while (!ahead_.empty() && measured(times, ahead_.front())) ahead_.pop_front();
-    while (ahead_.size() < std::min(kLookahead + 1, budget_ - done) && draw()) {
+    while (ahead_.size() < std::min(kLookahead + 1, budget_ - done) && draw(times)) {
     }
     if (ahead_.empty()) return std::nullopt;
     const std::size_t pick = ahead_.front();
@@ -221,18 +241,26 @@ class LazyRandomStrategy : public Strategy {
     return pick;
   }
   std::vector<std::size_t> upcoming() const override { return {ahead_.begin(), ahead_.end()}; }
-  std::vector<std::size_t> likely_order() const override { return {}; }
-  bool order_is_fixed() const override { return false; }
+  // Over an enumerated space, the first budget's worth of draws.
+  std::vector<std::size_t> likely_order() const override {
+    std::vector<std::size_t> order;
+    if (space_) return order;
+    for (std::uint64_t k = 0; k < std::min<std::uint64_t>(budget_, draws_.size()); ++k)
+      order.push_back(static_cast<std::size_t>(draws_[k]));
+    return order;
+  }
+  bool order_is_fixed() const override { return space_ == nullptr; }
   std::string stop_reason() const override { return gave_up_ ? gave_up_text() : std::string(); }
 
  private:
-  // Draws until a runnable point joins the look-ahead; false when the space is spent or the draws gave up.
-  bool draw() {
+  // Draws until a runnable unmeasured point joins the look-ahead; false when the space is spent or the draws
+  // gave up.
+  bool draw(const Times& times) {
     while (!gave_up_ && pos_ < draws_.size()) {
-      // Never drawn again: pruned points need not be remembered.
-      const auto v = space_.visit(draws_[pos_++], /*remember=*/false);
+      const auto v = visit(draws_[pos_++]);
       if (v.fate == LazyCandidates::Fate::runnable) {
         fruitless_ = 0;
+        if (measured(times, v.slot)) continue;
         ahead_.push_back(v.slot);
         return true;
       }
@@ -241,7 +269,13 @@ class LazyRandomStrategy : public Strategy {
     return false;
   }
 
-  LazyCandidates& space_;
+  // Never drawn again: pruned points need not be remembered.
+  LazyCandidates::Visit visit(std::uint64_t index) {
+    if (space_) return space_->visit(index, /*remember=*/false);
+    return {LazyCandidates::Fate::runnable, static_cast<std::size_t>(index)};
+  }
+
+  LazyCandidates* space_;
   IndexShuffle draws_;
   std::size_t budget_;
   std::uint64_t pos_ = 0, fruitless_ = 0;
@@ -322,18 +356,12 @@ std::uint64_t mix(std::uint64_t x) {
 // The built-in strategies' factories (strategies.hpp), which the registry names.
 std::unique_ptr<Strategy> make_brute_force(const KernelFamily&, const std::vector<Params>& candidates,
                                            std::size_t budget, std::uint64_t) {
-  std::vector<std::size_t> order(candidates.size());
-  std::iota(order.begin(), order.end(), 0);
-  return std::make_unique<OrderedStrategy>(order, budget);
+  return std::make_unique<OrderedStrategy>(candidates.size(), budget);
 }
 
 std::unique_ptr<Strategy> make_random(const KernelFamily&, const std::vector<Params>& candidates,
                                       std::size_t budget, std::uint64_t seed) {
-  std::vector<std::size_t> order(candidates.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  return std::make_unique<OrderedStrategy>(order, budget);
+  return std::make_unique<RandomStrategy>(nullptr, candidates.size(), budget, seed);
 }
 
 std::unique_ptr<Strategy> make_annealing(const KernelFamily& family, const std::vector<Params>& candidates,
@@ -427,7 +455,7 @@ std::vector<std::unique_ptr<Strategy>> make_strategies(const std::string& name, 
 std::vector<std::unique_ptr<Strategy>> make_lazy_random(LazyCandidates& space, std::size_t budget,
                                                         std::uint64_t seed, std::size_t) {
   std::vector<std::unique_ptr<Strategy>> out;
-  out.push_back(std::make_unique<LazyRandomStrategy>(space, budget, seed));
+  out.push_back(std::make_unique<RandomStrategy>(&space, space.space().size(), budget, seed));
   return out;
 }
 
