@@ -212,12 +212,6 @@ struct BoundKernel {
 
 class GpuSide;
 
-// One library call bench can time: binds the operands of a request to the problem's buffers.
-struct LibraryCall {
-  const char* name;
-  std::function<std::function<void()>(GpuSide&, const wire::BaselineRequest&)> bind;
-};
-
 class GpuSide {
  public:
   explicit GpuSide(int gpu) : clock_(gpu) {
@@ -684,62 +678,52 @@ std::function<void()> bind_gemm_ex(GpuSide& w, const wire::BaselineRequest& req,
   };
 }
 
-// The one table of library calls; tiletune/library_calls.hpp names their operands for the family parser.
-const std::vector<LibraryCall>& library_table() {
-  static const std::vector<LibraryCall> table = {
-      {"cublas_sgemm", [](GpuSide& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, false); }},
-      {"cublas_tf32", [](GpuSide& w, const wire::BaselineRequest& r) { return bind_sgemm(w, r, true); }},
-      {"cublas_gemm",
-       [](GpuSide& w, const wire::BaselineRequest& r) {
-         return bind_gemm_ex(w, r, false, CUBLAS_COMPUTE_32F);
-       }},
-      {"cublas_gemm_abt",
-       [](GpuSide& w, const wire::BaselineRequest& r) {
-         return bind_gemm_ex(w, r, true, CUBLAS_COMPUTE_32F);
-       }},
-      {"cublas_gemm_abt_tf32",
-       [](GpuSide& w, const wire::BaselineRequest& r) {
-         return bind_gemm_ex(w, r, true, CUBLAS_COMPUTE_32F_FAST_TF32);
-       }},
-      {"d2d_copy",
-       [](GpuSide& w, const wire::BaselineRequest& req) -> std::function<void()> {
-         Buffer& src = w.operand(req, "src");
-         std::size_t bytes = src.bytes();
-         void* dst = nullptr;
-         if (req.buffers.count("dst")) {
-           Buffer& d = w.operand(req, "dst");
-           bytes = std::min(bytes, d.bytes());
-           dst = d.mem.get();
-         } else {
-           dst = w.scratch_copy(bytes).get();
-         }
-         const void* from = src.mem.get();
-         cudaStream_t stream = w.stream();
-         return [=] {
-           TILETUNE_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToDevice, stream));
-         };
-       }},
-  };
-  return table;
+std::function<void()> bind_copy(GpuSide& w, const wire::BaselineRequest& req) {
+  Buffer& src = w.operand(req, "src");
+  std::size_t bytes = src.bytes();
+  void* dst = nullptr;
+  if (req.buffers.count("dst")) {
+    Buffer& d = w.operand(req, "dst");
+    bytes = std::min(bytes, d.bytes());
+    dst = d.mem.get();
+  } else {
+    dst = w.scratch_copy(bytes).get();
+  }
+  const void* from = src.mem.get();
+  cudaStream_t stream = w.stream();
+  return [=] { TILETUNE_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToDevice, stream)); };
+}
+
+// The binders of the library routines; tiletune/library_calls.hpp registers each call with its operands and
+// the routine that runs it.
+std::function<void()> bind_library_call(GpuSide& w, const wire::BaselineRequest& req,
+                                        const LibraryBinding& b) {
+  switch (b.routine) {
+    case LibraryRoutine::cublas_sgemm:
+      return bind_sgemm(w, req, b.tf32);
+    case LibraryRoutine::cublas_gemm_ex:
+      return bind_gemm_ex(w, req, b.b_transposed, b.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+    case LibraryRoutine::device_copy:
+      return bind_copy(w, req);
+  }
+  throw CudaFailure{cudaErrorInvalidValue, "unknown library routine of '" + req.library + "'"};
 }
 
 wire::Reply GpuSide::baseline(const json& m) {
   const auto req = m.get<wire::BaselineRequest>();
-  const auto call = std::find_if(library_table().begin(), library_table().end(),
-                                 [&](const LibraryCall& c) { return req.library == c.name; });
   const LibraryCallInfo* info = find_library_call(req.library);
-  if (call == library_table().end() || !info)
+  if (!info)
     return failure("launch_failed", {cudaErrorInvalidValue, "unknown library '" + req.library + "'"});
   std::function<void()> run;
   std::vector<Buffer*> checked;
   try {
-    run = call->bind(*this, req);
+    run = bind_library_call(*this, req, info->binding);
     if (!info->output.empty()) checked.push_back(&operand(req, info->output));
   } catch (const CudaFailure& f) {
     return failure("launch_failed", f);
   }
   wire::Reply r = timed_loop(req.reps, checked, run);
-  if (req.library == "d2d_copy") {
+  if (info->binding.routine == LibraryRoutine::device_copy) {
     const Buffer& src = operand(req, "src");
     const std::size_t dst = req.buffers.count("dst") ? operand(req, "dst").bytes() : src.bytes();
     r.bytes = 2.0 * static_cast<double>(std::min(src.bytes(), dst));
