@@ -82,7 +82,12 @@ class GuidedStrategy : public Strategy {
     batch_.erase(batch_.begin());
     return pick;
   }
-  std::vector<std::size_t> upcoming() const override { return batch_; }
+  // The batch's rest, then what would come after it as things stand, so that compiling runs ahead of the fit.
+  std::vector<std::size_t> upcoming() const override {
+    std::vector<std::size_t> out = batch_;
+    out.insert(out.end(), tail_.begin(), tail_.end());
+    return out;
+  }
   bool order_is_fixed() const override { return false; }
 
  protected:
@@ -97,15 +102,23 @@ class GuidedStrategy : public Strategy {
   // to learn from, then mostly the model's fastest.
   void propose(const Times& times, std::size_t count, std::size_t done) {
     batch_.clear();
+    tail_.clear();
     for (; first_pos_ < options_.first.size() && batch_.size() < count; ++first_pos_)
       if (!measured(times, options_.first[first_pos_])) batch_.push_back(options_.first[first_pos_]);
-    if (!batch_.empty()) return;
+    if (!batch_.empty()) {
+      for (std::size_t j = first_pos_; j < options_.first.size() && tail_.size() < options_.ahead; ++j)
+        if (!measured(times, options_.first[j])) tail_.push_back(options_.first[j]);
+      return;
+    }
     std::vector<std::size_t> open_now = open(times);
     std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
     if (done < options_.initial || !fit(times)) {
       if (options_.prior.empty()) {
-        batch_.assign(open_now.begin(),
-                      open_now.begin() + static_cast<std::ptrdiff_t>(std::min(count, open_now.size())));
+        const std::size_t n = std::min(count, open_now.size()),
+                          m = std::min(n + options_.ahead, open_now.size());
+        batch_.assign(open_now.begin(), open_now.begin() + static_cast<std::ptrdiff_t>(n));
+        tail_.assign(open_now.begin() + static_cast<std::ptrdiff_t>(n),
+                     open_now.begin() + static_cast<std::ptrdiff_t>(m));
         return;
       }
       std::vector<float> prior;
@@ -130,6 +143,8 @@ class GuidedStrategy : public Strategy {
     for (std::size_t j = 0; j < open_now.size() && chosen.size() < count; ++j) chosen.insert(open_now[j]);
     for (std::size_t j : order)
       if (chosen.count(open_now[j])) batch_.push_back(open_now[j]);
+    for (std::size_t j = 0; j < order.size() && tail_.size() < options_.ahead; ++j)
+      if (!chosen.count(open_now[order[j]])) tail_.push_back(open_now[order[j]]);
   }
 
   // Fits log time over what was measured; a failure counts as twice the slowest time seen, so that the model
@@ -163,7 +178,8 @@ class GuidedStrategy : public Strategy {
   BoostedTrees model_;
   std::size_t width_ = 0;
   std::vector<std::size_t> batch_;
-  std::size_t first_pos_ = 0;  // how far options_.first was dealt
+  std::vector<std::size_t> tail_;  // the most promising after the batch, as the last fit ranked them
+  std::size_t first_pos_ = 0;      // how far options_.first was dealt
 };
 
 // Over an enumerated space: every unmeasured candidate is ranked.

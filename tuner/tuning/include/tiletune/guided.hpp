@@ -33,7 +33,10 @@ struct GuidedOptions {
   std::size_t batch = 8;    // measurements proposed per fit: enough to keep compilers and GPUs busy
   std::size_t initial = 0;  // random measurements before the first fit (0: chosen from the space's size)
   double explore = 0.125;   // share of each batch drawn at random
-  int rounds = 60;          // trees per fit
+  // Candidates beyond the batch, as the last fit ranks them, that the sweep compiles while the batch is
+  // measured: the next batch is mostly among them, so compiling need not wait for the fit.
+  std::size_t ahead = 16;
+  int rounds = 60;  // trees per fit
   // Transfer (see transfer.hpp): candidates measured first, in order, and a prior per candidate (lower is
   // more promising, NaN unknown) that orders the start in place of random draws.
   std::vector<std::size_t> first;
