@@ -80,47 +80,113 @@ struct Token {
   std::size_t pos = 0;
 };
 
+// A number literal's base, read from its prefix (0x, 0o, 0b), which is skipped.
+int read_base(const std::string& s, std::size_t& i) {
+  if (s[i] != '0' || i + 1 >= s.size() || !std::strchr("xXoObB", s[i + 1])) return 10;
+  const int base = std::tolower(s[i + 1]) == 'x' ? 16 : std::tolower(s[i + 1]) == 'o' ? 8 : 2;
+  i += 2;
+  return base;
+}
+
+bool in_number(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+
+bool starts_fraction(char c) { return c == '.' || c == 'e' || c == 'E' || c == 'j' || c == 'J'; }
+
+// A digit's value in any base up to 36; 99 for what is no digit.
+int digit_value(char c) {
+  return std::isdigit(static_cast<unsigned char>(c))   ? c - '0'
+         : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10
+                                                       : 99;
+}
+
+// A float or complex literal (the decimal number from `start` goes on at `i`), named whole in the message.
+[[noreturn]] void refuse_fraction(const std::string& s, std::size_t start, std::size_t i) {
+  std::size_t end = i + 1;
+  while (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '.' ||
+                            ((s[end] == '+' || s[end] == '-') && std::tolower(s[end - 1]) == 'e')))
+    ++end;
+  refuse("'" + shown(s.substr(start, end - start)) +
+         "' is not an integer: tiletune's parameters and expressions are integers");
+}
+
+// The digits of the number that starts at `start`, read from `i` on, without the underscores.
+std::string read_digits(const std::string& s, std::size_t& i, std::size_t start, int base) {
+  std::string digits;
+  for (; i < s.size() && in_number(s[i]); ++i) {
+    const char c = s[i];
+    if (c == '_') continue;
+    if (base == 10 && starts_fraction(c)) refuse_fraction(s, start, i);
+    if (digit_value(c) >= base) refuse("malformed number '" + shown(s.substr(start, i - start + 1)) + "'");
+    digits += c;
+  }
+  return digits;
+}
+
 std::int64_t read_number(const std::string& s, std::size_t& i) {
   const std::size_t start = i;
-  int base = 10;
-  if (s[i] == '0' && i + 1 < s.size() && std::strchr("xXoObB", s[i + 1])) {
-    base = std::tolower(s[i + 1]) == 'x' ? 16 : std::tolower(s[i + 1]) == 'o' ? 8 : 2;
-    i += 2;
-  }
-  std::string digits;
-  while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_' || s[i] == '.')) {
-    const char c = s[i];
-    if (c == '_') {
-      ++i;
-      continue;
-    }
-    if (base == 10 && (c == '.' || c == 'e' || c == 'E' || c == 'j' || c == 'J')) {
-      std::size_t end = i + 1;
-      while (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '.' ||
-                                ((s[end] == '+' || s[end] == '-') && std::tolower(s[end - 1]) == 'e')))
-        ++end;
-      refuse("'" + shown(s.substr(start, end - start)) +
-             "' is not an integer: tiletune's parameters and expressions are integers");
-    }
-    const int d = std::isdigit(static_cast<unsigned char>(c))   ? c - '0'
-                  : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10
-                                                                : 99;
-    if (d >= base) refuse("malformed number '" + shown(s.substr(start, i - start + 1)) + "'");
-    digits += c;
-    ++i;
-  }
+  const int base = read_base(s, i);
+  const std::string digits = read_digits(s, i, start, base);
   if (digits.empty()) refuse("malformed number '" + shown(s.substr(start, i - start)) + "'");
   if (base == 10 && digits.size() > 1 && digits[0] == '0' &&
       digits.find_first_not_of('0') != std::string::npos)
     refuse("'" + digits + "': Python does not allow leading zeros");
   std::int64_t value = 0;
   for (const char c : digits) {
-    const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10;
+    const int d = digit_value(c);
     if (value > (kInt64Max - d) / base)
       refuse("the integer " + shown(s.substr(start, i - start)) + " does not fit in 64 bits");
     value = value * base + d;
   }
   return value;
+}
+
+bool starts_number(const std::string& s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  return std::isdigit(c) ||
+         (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])));
+}
+
+[[noreturn]] void refuse_character(unsigned char c, std::size_t i) {
+  if (c == '.') refuse("attribute access ('.') is not part of the Python that T1 expressions use");
+  if (c == '{' || c == '}') refuse("sets and dicts have no counterpart in tiletune's expressions");
+  if (c == '=') refuse("'=' (assignment or keyword argument) has no counterpart here");
+  refuse("unexpected character '" + shown(std::string(1, static_cast<char>(c))) + "' at offset " +
+         std::to_string(i));
+}
+
+// The operator at s[i]: two characters where they make one, else one.
+std::string operator_at(const std::string& s, std::size_t i) {
+  static const char* two[] = {"**", "//", "==", "!=", "<=", ">=", "<<", ">>"};
+  std::string text;
+  for (const char* op : two)
+    if (s.compare(i, 2, op) == 0) text = op;
+  if (!text.empty()) return text;
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (!std::strchr("+-*/%<>()[],~&|^:", c) || c == 0) refuse_character(c, i);
+  return std::string(1, static_cast<char>(c));
+}
+
+// The token at s[i] (not a space), with i moved past it.
+Token read_token(const std::string& s, std::size_t& i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  Token t;
+  t.pos = i;
+  if (starts_number(s, i)) {
+    t.kind = Tok::number;
+    t.value = read_number(s, i);
+    t.text = s.substr(t.pos, i - t.pos);
+  } else if (std::isalpha(c) || c == '_') {
+    t.kind = Tok::name;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+    t.text = s.substr(t.pos, i - t.pos);
+  } else if (c == '\'' || c == '"') {
+    refuse("strings have no counterpart in tiletune's integer expressions");
+  } else {
+    t.kind = Tok::op;
+    t.text = operator_at(s, i);
+    i += t.text.size();
+  }
+  return t;
 }
 
 std::vector<Token> tokenize(const std::string& s) {
@@ -129,42 +195,11 @@ std::vector<Token> tokenize(const std::string& s) {
   std::vector<Token> out;
   std::size_t i = 0;
   while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+    const char c = s[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
       ++i;
-      continue;
-    }
-    Token t;
-    t.pos = i;
-    if (std::isdigit(c) ||
-        (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
-      t.kind = Tok::number;
-      t.value = read_number(s, i);
-      t.text = s.substr(t.pos, i - t.pos);
-    } else if (std::isalpha(c) || c == '_') {
-      t.kind = Tok::name;
-      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-      t.text = s.substr(t.pos, i - t.pos);
-    } else if (c == '\'' || c == '"') {
-      refuse("strings have no counterpart in tiletune's integer expressions");
-    } else {
-      static const char* two[] = {"**", "//", "==", "!=", "<=", ">=", "<<", ">>"};
-      t.kind = Tok::op;
-      for (const char* op : two)
-        if (s.compare(i, 2, op) == 0) t.text = op;
-      if (t.text.empty()) {
-        if (!std::strchr("+-*/%<>()[],~&|^:", c) || c == 0) {
-          if (c == '.') refuse("attribute access ('.') is not part of the Python that T1 expressions use");
-          if (c == '{' || c == '}') refuse("sets and dicts have no counterpart in tiletune's expressions");
-          if (c == '=') refuse("'=' (assignment or keyword argument) has no counterpart here");
-          refuse("unexpected character '" + shown(std::string(1, static_cast<char>(c))) + "' at offset " +
-                 std::to_string(i));
-        }
-        t.text = std::string(1, static_cast<char>(c));
-      }
-      i += t.text.size();
-    }
-    out.push_back(std::move(t));
+    else
+      out.push_back(read_token(s, i));
   }
   Token end;
   end.pos = s.size();
@@ -512,37 +547,34 @@ std::int64_t py_power(std::int64_t base, std::int64_t exponent) {
   return result;
 }
 
-std::int64_t py_binary(const std::string& op, std::int64_t a, std::int64_t b) {
+std::int64_t py_checked(const std::string& op, std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
-  if (op == "+") {
-    if (__builtin_add_overflow(a, b, &r)) overflow(a, op, b);
-  } else if (op == "-") {
-    if (__builtin_sub_overflow(a, b, &r)) overflow(a, op, b);
-  } else if (op == "*") {
-    if (__builtin_mul_overflow(a, b, &r)) overflow(a, op, b);
-  } else if (op == "//") {
-    r = py_floor_div(a, b);
-  } else if (op == "%") {
-    r = py_mod(a, b);
-  } else if (op == "<<") {
-    if (b < 0) refuse("negative shift count: " + std::to_string(a) + " << " + std::to_string(b));
-    if (a == 0) return 0;
-    if (b > 62 || __builtin_mul_overflow(a, std::int64_t{1} << b, &r)) overflow(a, op, b);
-  } else if (op == ">>") {
-    if (b < 0) refuse("negative shift count: " + std::to_string(a) + " >> " + std::to_string(b));
-    r = b > 63 ? (a < 0 ? -1 : 0) : a >> b;
-  } else if (op == "&") {
-    r = a & b;
-  } else if (op == "|") {
-    r = a | b;
-  } else if (op == "^") {
-    r = a ^ b;
-  } else if (op == "/") {
-    refuse("'/' is true division, whose result is a float; use '//' for integers");
-  } else {
-    refuse("unknown operator '" + op + "'");
-  }
+  const bool overflows = op == "+"   ? __builtin_add_overflow(a, b, &r)
+                         : op == "-" ? __builtin_sub_overflow(a, b, &r)
+                                     : __builtin_mul_overflow(a, b, &r);
+  if (overflows) overflow(a, op, b);
   return r;
+}
+
+std::int64_t py_shift(const std::string& op, std::int64_t a, std::int64_t b) {
+  if (b < 0) refuse("negative shift count: " + std::to_string(a) + " " + op + " " + std::to_string(b));
+  if (op == ">>") return b > 63 ? (a < 0 ? -1 : 0) : a >> b;
+  if (a == 0) return 0;
+  std::int64_t r = 0;
+  if (b > 62 || __builtin_mul_overflow(a, std::int64_t{1} << b, &r)) overflow(a, op, b);
+  return r;
+}
+
+std::int64_t py_binary(const std::string& op, std::int64_t a, std::int64_t b) {
+  if (op == "+" || op == "-" || op == "*") return py_checked(op, a, b);
+  if (op == "//") return py_floor_div(a, b);
+  if (op == "%") return py_mod(a, b);
+  if (op == "<<" || op == ">>") return py_shift(op, a, b);
+  if (op == "&") return a & b;
+  if (op == "|") return a | b;
+  if (op == "^") return a ^ b;
+  if (op == "/") refuse("'/' is true division, whose result is a float; use '//' for integers");
+  refuse("unknown operator '" + op + "'");
 }
 
 bool py_compare(const std::string& op, std::int64_t a, std::int64_t b) {
@@ -712,77 +744,99 @@ class PyEvaluator {
   }
 
   PyValue call(const Py& n) {
-    const std::string& f = n.text;
+    using Builtin = PyValue (PyEvaluator::*)(const Py&);
+    static const std::pair<const char*, Builtin> builtins[] = {
+        {"range", &PyEvaluator::range},  {"list", &PyEvaluator::sequence}, {"sorted", &PyEvaluator::sequence},
+        {"len", &PyEvaluator::length},   {"min", &PyEvaluator::extreme},   {"max", &PyEvaluator::extreme},
+        {"abs", &PyEvaluator::absolute}, {"int", &PyEvaluator::absolute},  {"sum", &PyEvaluator::sum}};
+    for (const auto& [name, builtin] : builtins)
+      if (n.text == name) return (this->*builtin)(n);
+    refuse("unknown function '" + shown(n.text) + "'");
+  }
+
+  static void arity(const Py& n, std::size_t lo, std::size_t hi) {
     const std::size_t argc = n.kids.size();
-    auto arity = [&](std::size_t lo, std::size_t hi) {
-      if (argc < lo || argc > hi)
-        refuse(f + "() takes " +
-               (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
-               " arguments, got " + std::to_string(argc));
-    };
-    if (f == "range") {
-      arity(1, 3);
-      std::int64_t start = 0, stop = 0, step = 1;
-      if (argc == 1) {
-        stop = number(*n.kids[0]);
-      } else {
-        start = number(*n.kids[0]);
-        stop = number(*n.kids[1]);
-        if (argc == 3) step = number(*n.kids[2]);
-      }
-      if (step == 0) refuse("range() step must not be zero");
-      const __int128 span =
-          step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
-      const __int128 magnitude = step > 0 ? step : -static_cast<__int128>(step);
-      const __int128 count = span <= 0 ? 0 : (span + magnitude - 1) / magnitude;
-      if (count > static_cast<__int128>(kMaxListLength)) too_long();
-      charge(static_cast<std::uint64_t>(count));
-      std::vector<std::int64_t> out;
-      out.reserve(static_cast<std::size_t>(count));
-      for (__int128 k = 0; k < count; ++k) out.push_back(static_cast<std::int64_t>(start + k * step));
-      return list_value(std::move(out));
+    if (argc < lo || argc > hi)
+      refuse(n.text + "() takes " +
+             (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
+             " arguments, got " + std::to_string(argc));
+  }
+
+  // How many values range(start, stop, step) has; step is not zero.
+  static __int128 range_count(std::int64_t start, std::int64_t stop, std::int64_t step) {
+    const __int128 span =
+        step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+    const __int128 magnitude = step > 0 ? step : -static_cast<__int128>(step);
+    return span <= 0 ? 0 : (span + magnitude - 1) / magnitude;
+  }
+
+  PyValue range(const Py& n) {
+    arity(n, 1, 3);
+    const std::size_t argc = n.kids.size();
+    std::int64_t start = 0, stop = 0, step = 1;
+    if (argc == 1) {
+      stop = number(*n.kids[0]);
+    } else {
+      start = number(*n.kids[0]);
+      stop = number(*n.kids[1]);
+      if (argc == 3) step = number(*n.kids[2]);
     }
-    if (f == "list" || f == "sorted") {
-      arity(1, 1);
-      std::vector<std::int64_t> values = list(*n.kids[0]);
-      charge(values.size());
-      if (f == "sorted") std::sort(values.begin(), values.end());
-      return list_value(std::move(values));
+    if (step == 0) refuse("range() step must not be zero");
+    const __int128 count = range_count(start, stop, step);
+    if (count > static_cast<__int128>(kMaxListLength)) too_long();
+    charge(static_cast<std::uint64_t>(count));
+    std::vector<std::int64_t> out;
+    out.reserve(static_cast<std::size_t>(count));
+    for (__int128 k = 0; k < count; ++k) out.push_back(static_cast<std::int64_t>(start + k * step));
+    return list_value(std::move(out));
+  }
+
+  // list() and sorted().
+  PyValue sequence(const Py& n) {
+    arity(n, 1, 1);
+    std::vector<std::int64_t> values = list(*n.kids[0]);
+    charge(values.size());
+    if (n.text == "sorted") std::sort(values.begin(), values.end());
+    return list_value(std::move(values));
+  }
+
+  PyValue length(const Py& n) {
+    arity(n, 1, 1);
+    return number_value(static_cast<std::int64_t>(list(*n.kids[0]).size()));
+  }
+
+  // min() and max(), of one list or of two or more numbers.
+  PyValue extreme(const Py& n) {
+    if (n.kids.empty()) arity(n, 1, 1);
+    std::vector<std::int64_t> values;
+    if (n.kids.size() == 1) {
+      values = list(*n.kids[0]);
+    } else {
+      for (const auto& kid : n.kids) values.push_back(number(*kid));
     }
-    if (f == "len") {
-      arity(1, 1);
-      return number_value(static_cast<std::int64_t>(list(*n.kids[0]).size()));
-    }
-    if (f == "min" || f == "max") {
-      if (argc == 0) arity(1, 1);
-      std::vector<std::int64_t> values;
-      if (argc == 1) {
-        values = list(*n.kids[0]);
-      } else {
-        for (const auto& kid : n.kids) values.push_back(number(*kid));
-      }
-      if (values.empty()) refuse(f + "() of an empty list");
-      charge(values.size());
-      return number_value(f == "min" ? *std::min_element(values.begin(), values.end())
-                                     : *std::max_element(values.begin(), values.end()));
-    }
-    if (f == "abs" || f == "int") {
-      arity(1, 1);
-      const std::int64_t v = number(*n.kids[0]);
-      if (f == "int") return number_value(v);
-      if (v == kInt64Min) refuse("integer overflow: abs(" + std::to_string(v) + ") does not fit in 64 bits");
-      return number_value(v < 0 ? -v : v);
-    }
-    if (f == "sum") {
-      arity(1, 1);
-      std::int64_t total = 0;
-      const std::vector<std::int64_t> values = list(*n.kids[0]);
-      charge(values.size());
-      for (const std::int64_t v : values)
-        if (__builtin_add_overflow(total, v, &total)) overflow(total, "+", v);
-      return number_value(total);
-    }
-    refuse("unknown function '" + shown(f) + "'");
+    if (values.empty()) refuse(n.text + "() of an empty list");
+    charge(values.size());
+    return number_value(n.text == "min" ? *std::min_element(values.begin(), values.end())
+                                        : *std::max_element(values.begin(), values.end()));
+  }
+
+  // abs() and int(), which of an integer is the integer.
+  PyValue absolute(const Py& n) {
+    arity(n, 1, 1);
+    const std::int64_t v = number(*n.kids[0]);
+    if (n.text == "int") return number_value(v);
+    if (v == kInt64Min) refuse("integer overflow: abs(" + std::to_string(v) + ") does not fit in 64 bits");
+    return number_value(v < 0 ? -v : v);
+  }
+
+  PyValue sum(const Py& n) {
+    arity(n, 1, 1);
+    std::int64_t total = 0;
+    const std::vector<std::int64_t> values = list(*n.kids[0]);
+    charge(values.size());
+    for (const std::int64_t v : values)
+      if (__builtin_add_overflow(total, v, &total)) overflow(total, "+", v);
+    return number_value(total);
   }
 
   PyValue comprehension(const Py& n) {
@@ -999,43 +1053,24 @@ class Translator {
   // truth: only the value's truth matters (a condition), not the number.
   Tx translate(const Py& n, bool truth) {
     std::vector<std::string> bound;
-    if (constant(n, bound)) {
-      PyEvaluator evaluator;
-      const PyValue v = evaluator.eval(n);
-      if (v.is_list) refuse("a list where a number is needed");
-      return constant_tx(v.number, v.is_bool);
-    }
+    if (constant(n, bound)) return evaluated(n);
     switch (n.kind) {
       case Py::Kind::name:
         return name(n.text);
       case Py::Kind::subscript:
         return problem_size(n);
-      case Py::Kind::unary: {
-        if (n.text == "not") return truth_tx(unary_tx("!", translate(*n.kids[0], true)));
-        const Tx a = translate(*n.kids[0], false);
-        if (n.text == "+") return a;
-        if (n.text == "~") refuse("bitwise '~' of parameters has no counterpart in tiletune's expressions");
-        Tx t = unary_tx("-", a);
-        if (a.range.known && a.range.lo != kInt64Min) t.range = {true, -a.range.hi, -a.range.lo};
-        return t;
-      }
-      case Py::Kind::chain: {
-        Tx acc = translate(*n.kids[0], false);
-        for (std::size_t i = 0; i < n.ops.size(); ++i)
-          acc = arithmetic_tx(n.ops[i], acc, translate(*n.kids[i + 1], false));
-        return acc;
-      }
+      case Py::Kind::unary:
+        return unary(n);
+      case Py::Kind::chain:
+        return chain(n);
       case Py::Kind::power:
         return power(n);
       case Py::Kind::compare:
         return compare(n);
       case Py::Kind::boolop:
         return boolean(n, truth);
-      case Py::Kind::ifexp: {
-        const Tx cond = translate(*n.kids[1], true);
-        if (cond.constant) return translate(*n.kids[*cond.constant ? 0 : 2], truth);
-        return ternary_tx(cond, translate(*n.kids[0], truth), translate(*n.kids[2], truth));
-      }
+      case Py::Kind::ifexp:
+        return conditional(n, truth);
       case Py::Kind::call:
         return call(n);
       case Py::Kind::list:
@@ -1048,6 +1083,38 @@ class Translator {
   }
 
  private:
+  // An expression that reads no parameter and no problem size, evaluated as Python would.
+  static Tx evaluated(const Py& n) {
+    PyEvaluator evaluator;
+    const PyValue v = evaluator.eval(n);
+    if (v.is_list) refuse("a list where a number is needed");
+    return constant_tx(v.number, v.is_bool);
+  }
+
+  Tx unary(const Py& n) {
+    if (n.text == "not") return truth_tx(unary_tx("!", translate(*n.kids[0], true)));
+    const Tx a = translate(*n.kids[0], false);
+    if (n.text == "+") return a;
+    if (n.text == "~") refuse("bitwise '~' of parameters has no counterpart in tiletune's expressions");
+    Tx t = unary_tx("-", a);
+    if (a.range.known && a.range.lo != kInt64Min) t.range = {true, -a.range.hi, -a.range.lo};
+    return t;
+  }
+
+  Tx chain(const Py& n) {
+    Tx acc = translate(*n.kids[0], false);
+    for (std::size_t i = 0; i < n.ops.size(); ++i)
+      acc = arithmetic_tx(n.ops[i], acc, translate(*n.kids[i + 1], false));
+    return acc;
+  }
+
+  // BODY if COND else ORELSE: one side only when the condition is constant.
+  Tx conditional(const Py& n, bool truth) {
+    const Tx cond = translate(*n.kids[1], true);
+    if (cond.constant) return translate(*n.kids[*cond.constant ? 0 : 2], truth);
+    return ternary_tx(cond, translate(*n.kids[0], truth), translate(*n.kids[2], truth));
+  }
+
   // Whether n reads no parameter and no problem size (then it is evaluated here, as Python would).
   bool constant(const Py& n, std::vector<std::string>& bound) const {
     if (n.kind == Py::Kind::name)
