@@ -1326,61 +1326,75 @@ class Doc {
   std::string file_;
 };
 
+// A parameter's Name: an identifier that can be a macro, reserved for nothing, not taken by an earlier one.
+std::string parameter_name(const Doc& d, const json& p, const std::string& field,
+                           const std::vector<Param>& before) {
+  const std::string name = d.text(d.need(p, "Name", field + ".Name"), field + ".Name");
+  if (!is_identifier(name))
+    d.fail(field + ".Name",
+           "'" + shown(name) + "' is not an identifier (tiletune defines each parameter as a macro)");
+  if (const std::string why = macro_name_problem(name); !why.empty()) d.fail(field + ".Name", why);
+  if (name == kDeviceCcVar || name == kDeviceSmsVar)
+    d.fail(field + ".Name", "'" + name + "' is reserved in tiletune for the device's " +
+                                (name == kDeviceCcVar ? "compute capability" : "SM count"));
+  if (name == "ProblemSize")
+    d.fail(field + ".Name", "'ProblemSize' names the problem size in T1 expressions");
+  for (const auto& other : before)
+    if (other.name == name) d.fail(field + ".Name", "'" + name + "' appears twice");
+  return name;
+}
+
+// A parameter's Values as written: a list of integers, or Python that gives one.
+std::vector<std::int64_t> parameter_values(const Doc& d, const json& p, const std::string& field) {
+  const json& values = d.need(p, "Values", field + ".Values");
+  if (!values.is_array()) {
+    const std::string text = d.text(values, field + ".Values");
+    return d.python(field + ".Values", text,
+                    [](const std::string& t) { return PyEvaluator().list(*parse_python(t)); });
+  }
+  std::vector<std::int64_t> raw;
+  for (const json& v : values) {
+    if (!v.is_number_integer()) d.fail(field + ".Values", "must hold integers");
+    raw.push_back(v.get<std::int64_t>());
+  }
+  return raw;
+}
+
+Param read_parameter(const Doc& d, const json& p, const std::string& field,
+                     const std::vector<Param>& before) {
+  if (!p.is_object()) d.fail(field, "must be an object");
+  Param param;
+  param.name = parameter_name(d, p, field, before);
+  const std::string type = d.text(d.need(p, "Type", field + ".Type"), field + ".Type");
+  if (type != "int" && type != "uint")
+    d.fail(field + ".Type",
+           "'" + shown(type) +
+               "' parameters cannot be translated: tiletune's parameters are integers (int, uint)");
+  // Kernel Tuner would run a repeated value twice; once is the same space.
+  std::set<std::int64_t> seen;
+  for (const std::int64_t v : parameter_values(d, p, field))
+    if (seen.insert(v).second) param.values.push_back(v);
+  if (param.values.empty()) d.fail(field + ".Values", "has no values");
+  if (type == "uint" && *std::min_element(param.values.begin(), param.values.end()) < 0)
+    d.fail(field + ".Values", "a uint parameter has a negative value");
+  param.default_value = param.values.front();
+  if (const json* def = d.find(p, "Default")) {
+    if (!def->is_number_integer()) d.fail(field + ".Default", "must be an integer");
+    param.default_value = def->get<std::int64_t>();
+    if (!seen.count(param.default_value))
+      d.fail(field + ".Default", std::to_string(param.default_value) + " is not one of its Values");
+  }
+  return param;
+}
+
 std::vector<Param> read_parameters(const Doc& d, const json& space) {
   const json& list = d.need(space, "TuningParameters", "ConfigurationSpace.TuningParameters");
   if (!list.is_array() || list.empty())
     d.fail("ConfigurationSpace.TuningParameters", "must be a non-empty list");
   std::vector<Param> out;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string field = "ConfigurationSpace.TuningParameters[" + std::to_string(i) + "]";
-    const json& p = list[i];
-    if (!p.is_object()) d.fail(field, "must be an object");
-    Param param;
-    param.name = d.text(d.need(p, "Name", field + ".Name"), field + ".Name");
-    if (!is_identifier(param.name))
-      d.fail(field + ".Name",
-             "'" + shown(param.name) + "' is not an identifier (tiletune defines each parameter as a macro)");
-    if (const std::string why = macro_name_problem(param.name); !why.empty()) d.fail(field + ".Name", why);
-    if (param.name == kDeviceCcVar || param.name == kDeviceSmsVar)
-      d.fail(field + ".Name", "'" + param.name + "' is reserved in tiletune for the device's " +
-                                  (param.name == kDeviceCcVar ? "compute capability" : "SM count"));
-    if (param.name == "ProblemSize")
-      d.fail(field + ".Name", "'ProblemSize' names the problem size in T1 expressions");
-    for (const auto& other : out)
-      if (other.name == param.name) d.fail(field + ".Name", "'" + param.name + "' appears twice");
-    const std::string type = d.text(d.need(p, "Type", field + ".Type"), field + ".Type");
-    if (type != "int" && type != "uint")
-      d.fail(field + ".Type",
-             "'" + shown(type) +
-                 "' parameters cannot be translated: tiletune's parameters are integers (int, uint)");
-    const json& values = d.need(p, "Values", field + ".Values");
-    std::vector<std::int64_t> raw;
-    if (values.is_array()) {
-      for (const json& v : values) {
-        if (!v.is_number_integer()) d.fail(field + ".Values", "must hold integers");
-        raw.push_back(v.get<std::int64_t>());
-      }
-    } else {
-      const std::string text = d.text(values, field + ".Values");
-      raw = d.python(field + ".Values", text,
-                     [](const std::string& t) { return PyEvaluator().list(*parse_python(t)); });
-    }
-    // Kernel Tuner would run a repeated value twice; once is the same space.
-    std::set<std::int64_t> seen;
-    for (const std::int64_t v : raw)
-      if (seen.insert(v).second) param.values.push_back(v);
-    if (param.values.empty()) d.fail(field + ".Values", "has no values");
-    if (type == "uint" && *std::min_element(param.values.begin(), param.values.end()) < 0)
-      d.fail(field + ".Values", "a uint parameter has a negative value");
-    param.default_value = param.values.front();
-    if (const json* def = d.find(p, "Default")) {
-      if (!def->is_number_integer()) d.fail(field + ".Default", "must be an integer");
-      param.default_value = def->get<std::int64_t>();
-      if (!seen.count(param.default_value))
-        d.fail(field + ".Default", std::to_string(param.default_value) + " is not one of its Values");
-    }
-    out.push_back(std::move(param));
-  }
+  for (std::size_t i = 0; i < list.size(); ++i)
+    out.push_back(
+        read_parameter(d, list[i], "ConfigurationSpace.TuningParameters[" + std::to_string(i) + "]", out));
   return out;
 }
 
@@ -1423,21 +1437,66 @@ struct LaunchTx {
   std::optional<Tx> shared;
 };
 
+Tx launch_expression(const Doc& d, Translator& tr, const json& v, const std::string& field) {
+  const std::string text = d.expression(v, field);
+  return d.python(field, text, [&](const std::string& t) { return tr.translate(*parse_python(t), false); });
+}
+
+constexpr const char* kLaunchAxes[] = {"X", "Y", "Z"};
+
+std::array<Tx, 3> read_block(const Doc& d, const json& spec, Translator& tr) {
+  std::array<Tx, 3> block;
+  const json& local = d.object(spec, "LocalSize", "KernelSpecification.LocalSize");
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::string field = std::string("KernelSpecification.LocalSize.") + kLaunchAxes[i];
+    const json* v = d.find(local, kLaunchAxes[i]);
+    if (!v && i == 0) d.fail(field, "missing");
+    block[i] = v ? launch_expression(d, tr, *v, field) : constant_tx(1);
+  }
+  return block;
+}
+
+// Grid dimension i from GridDiv{X,Y,Z}: false when there is none (or it is empty).
+bool read_grid_div(const Doc& d, const json& spec, Translator& tr, const std::vector<Translator::Dim>& dims,
+                   std::size_t i, LaunchTx& out) {
+  const std::string key = std::string("GridDiv") + kLaunchAxes[i], div_field = "KernelSpecification." + key;
+  const json* div = d.find(spec, key.c_str());
+  if (div && !div->is_array()) d.fail(div_field, "must be a list of parameter names or expressions");
+  if (!div || div->empty()) return false;
+  // Kernel Tuner's grid: the problem size divided by the product of the divisors, rounded up.
+  std::optional<Tx> product;
+  for (std::size_t k = 0; k < div->size(); ++k) {
+    const std::string field = div_field + "[" + std::to_string(k) + "]",
+                      text = d.expression((*div)[k], field);
+    product = d.python(field, text, [&](const std::string& t) {
+      const Tx factor = tr.translate(*parse_python(t), false);
+      return product ? arithmetic_tx("*", *product, factor) : factor;
+    });
+  }
+  // Kernel Tuner pads the problem size with 1s to three dimensions.
+  const Tx dim = i < dims.size() ? variable_tx(dims[i].name, std::to_string(dims[i].size),
+                                               {true, dims[i].size, dims[i].size})
+                                 : constant_tx(1);
+  out.grid[i] = call_tx("ceil_div", dim, &*product);
+  out.grid_field[i] = div_field;
+  return true;
+}
+
+// Grid dimension i from GlobalSize, which counts blocks (CUDA) or threads (OpenCL).
+void read_global_size(const Doc& d, const json* global, Translator& tr, const std::string& size_type,
+                      std::size_t i, LaunchTx& out) {
+  const std::string field = std::string("KernelSpecification.GlobalSize.") + kLaunchAxes[i];
+  const json* v = global ? d.find(*global, kLaunchAxes[i]) : nullptr;
+  if (!v && i == 0) d.fail(field, "missing (and no GridDivX)");
+  const Tx g = v ? launch_expression(d, tr, *v, field) : constant_tx(1);
+  out.grid[i] = size_type == "CUDA" ? g : call_tx("ceil_div", g, &out.block[i]);
+  out.grid_field[i] = field;
+}
+
 LaunchTx read_launch(const Doc& d, const json& spec, Translator& tr,
                      const std::vector<Translator::Dim>& dims) {
   LaunchTx out;
-  static const char* axes[] = {"X", "Y", "Z"};
-  auto translate = [&](const json& v, const std::string& field) {
-    const std::string text = d.expression(v, field);
-    return d.python(field, text, [&](const std::string& t) { return tr.translate(*parse_python(t), false); });
-  };
-  const json& local = d.object(spec, "LocalSize", "KernelSpecification.LocalSize");
-  for (std::size_t i = 0; i < 3; ++i) {
-    const std::string field = std::string("KernelSpecification.LocalSize.") + axes[i];
-    const json* v = d.find(local, axes[i]);
-    if (!v && i == 0) d.fail(field, "missing");
-    out.block[i] = v ? translate(*v, field) : constant_tx(1);
-  }
+  out.block = read_block(d, spec, tr);
   std::string size_type = "OpenCL";
   if (const json* t = d.find(spec, "GlobalSizeType"))
     size_type = d.text(*t, "KernelSpecification.GlobalSizeType");
@@ -1447,38 +1506,10 @@ LaunchTx read_launch(const Doc& d, const json& spec, Translator& tr,
         "'" + shown(size_type) + "' cannot be translated (CUDA: GlobalSize counts blocks; OpenCL: threads)");
   const json* global = d.find(spec, "GlobalSize");
   if (global && !global->is_object()) d.fail("KernelSpecification.GlobalSize", "must be an object");
-  for (std::size_t i = 0; i < 3; ++i) {
-    const std::string key = std::string("GridDiv") + axes[i], div_field = "KernelSpecification." + key;
-    const json* div = d.find(spec, key.c_str());
-    if (div && !div->is_array()) d.fail(div_field, "must be a list of parameter names or expressions");
-    // Kernel Tuner pads the problem size with 1s to three dimensions.
-    const Tx dim = i < dims.size() ? variable_tx(dims[i].name, std::to_string(dims[i].size),
-                                                 {true, dims[i].size, dims[i].size})
-                                   : constant_tx(1);
-    if (div && !div->empty()) {
-      // Kernel Tuner's grid: the problem size divided by the product of the divisors, rounded up.
-      std::optional<Tx> product;
-      for (std::size_t k = 0; k < div->size(); ++k) {
-        const std::string field = div_field + "[" + std::to_string(k) + "]",
-                          text = d.expression((*div)[k], field);
-        product = d.python(field, text, [&](const std::string& t) {
-          const Tx factor = tr.translate(*parse_python(t), false);
-          return product ? arithmetic_tx("*", *product, factor) : factor;
-        });
-      }
-      out.grid[i] = call_tx("ceil_div", dim, &*product);
-      out.grid_field[i] = div_field;
-      continue;
-    }
-    const std::string field = std::string("KernelSpecification.GlobalSize.") + axes[i];
-    const json* v = global ? d.find(*global, axes[i]) : nullptr;
-    if (!v && i == 0) d.fail(field, "missing (and no GridDivX)");
-    const Tx g = v ? translate(*v, field) : constant_tx(1);
-    out.grid[i] = size_type == "CUDA" ? g : call_tx("ceil_div", g, &out.block[i]);
-    out.grid_field[i] = field;
-  }
+  for (std::size_t i = 0; i < 3; ++i)
+    if (!read_grid_div(d, spec, tr, dims, i, out)) read_global_size(d, global, tr, size_type, i, out);
   if (const json* shared = d.find(spec, "SharedMemory")) {
-    out.shared = translate(*shared, "KernelSpecification.SharedMemory");
+    out.shared = launch_expression(d, tr, *shared, "KernelSpecification.SharedMemory");
     if (out.shared->constant && *out.shared->constant < 0)
       d.fail("KernelSpecification.SharedMemory", "must not be negative");
   }
@@ -1519,112 +1550,127 @@ struct Arguments {
   std::vector<Buffer> buffers;
 };
 
-Arguments read_arguments(const Doc& d, const json& spec, const std::vector<Param>& params,
-                         const std::vector<Translator::Dim>& dims) {
-  const json& list = d.need(spec, "Arguments", "KernelSpecification.Arguments");
-  if (!list.is_array() || list.empty()) d.fail("KernelSpecification.Arguments", "must be a non-empty list");
-  // Sizes are evaluated as Kernel Tuner evaluates them: each parameter's name is its list of values (so that
-  // max(filter_width) is its largest value) and ProblemSize is the list of sizes.
+// The names sizes are evaluated with, as Kernel Tuner evaluates them: each parameter's name is its list of
+// values (so that max(filter_width) is its largest value) and ProblemSize is the list of sizes.
+std::map<std::string, PyValue> size_names(const std::vector<Param>& params,
+                                          const std::vector<Translator::Dim>& dims) {
   std::map<std::string, PyValue> names;
   for (const auto& p : params) names[p.name] = list_value(p.values);
   std::vector<std::int64_t> sizes;
   for (const auto& dim : dims) sizes.push_back(dim.size);
   names["ProblemSize"] = list_value(sizes);
-  Arguments out;
-  std::set<std::string> used;
-  std::vector<std::pair<std::string, std::size_t>> constant_args;  // name, index in out.arguments
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string field = "KernelSpecification.Arguments[" + std::to_string(i) + "]";
-    const json& a = list[i];
-    if (!a.is_object()) d.fail(field, "must be an object");
-    std::string name = "arg" + std::to_string(i);
-    if (const json* n = d.find(a, "Name")) name = d.text(*n, field + ".Name");
-    if (!is_identifier(name)) d.fail(field + ".Name", "'" + shown(name) + "' is not an identifier");
-    if (!used.insert(name).second) d.fail(field + ".Name", "'" + name + "' appears twice");
-    const std::string type = d.text(d.need(a, "Type", field + ".Type"), field + ".Type");
-    const std::string memory = d.text(d.need(a, "MemoryType", field + ".MemoryType"), field + ".MemoryType");
-    if (memory == "Scalar") {
-      static const std::map<std::string, std::string> scalars = {
-          {"int32", "int"}, {"int64", "long"}, {"float", "float"}, {"double", "double"}};
-      const auto it = scalars.find(type);
-      if (it == scalars.end())
-        d.fail(field + ".Type",
-               "a '" + shown(type) + "' scalar has no tiletune counterpart (int32, int64, float, double)");
-      const json& value = d.need(a, "FillValue", field + ".FillValue");
-      if (!value.is_number()) d.fail(field + ".FillValue", "must be a number");
-      ordered_json arg = {{"name", name}, {"scalar", it->second}};
-      if (type == "float" || type == "double") {
-        arg["value"] = value.get<double>();
-      } else {
-        const double v = value.get<double>();
-        const double limit = type == "int32" ? 2147483647.0 : 9.2e18;
-        if (v > limit || v < -limit - 1 || v != std::floor(v))
-          d.fail(field + ".FillValue", value.dump() + " is not a " + type + " value");
-        arg["value"] = static_cast<std::int64_t>(v);
-      }
-      if (d.find(a, "MemType") &&
-          d.text(d.need(a, "MemType", field + ".MemType"), field + ".MemType") != "Global")
-        d.fail(field + ".MemType", "a scalar cannot live in constant memory here");
-      out.arguments.push_back(std::move(arg));
-      continue;
-    }
-    if (memory != "Vector")
-      d.fail(field + ".MemoryType",
-             "'" + shown(memory) + "' arguments cannot be translated (Vector, Scalar)");
-    Buffer b;
-    b.name = name;
-    const auto element = element_type_for(type);
-    if (!element)
-      d.fail(field + ".Type",
-             "'" + shown(type) +
-                 "' vectors have no tiletune element type (float, double, half, int8, uint8, int32, "
-                 "uint32, int64)");
-    b.type = *element;
-    const json& size = d.need(a, "Size", field + ".Size");
-    const std::string size_text = d.expression(size, field + ".Size");
-    b.count = d.python(field + ".Size", size_text,
-                       [&](const std::string& t) { return PyEvaluator(names).number(*parse_python(t)); });
-    if (b.count <= 0) d.fail(field + ".Size", "must be positive, got " + std::to_string(b.count));
-    std::string access = "ReadWrite";  // Kernel Tuner checks nothing: without a word, the vector is checked
-    if (const json* v = d.find(a, "AccessType")) access = d.text(*v, field + ".AccessType");
-    b.role = access == "ReadOnly"    ? "input"
-             : access == "WriteOnly" ? "output"
-             : access == "ReadWrite" ? "inout"
-                                     : "";
-    if (b.role.empty())
-      d.fail(field + ".AccessType",
-             "'" + shown(access) + "' cannot be translated (ReadOnly, WriteOnly, ReadWrite)");
-    std::string fill_type;
-    if (const json* v = d.find(a, "FillType")) fill_type = d.text(*v, field + ".FillType");
-    if (!fill_type.empty() && fill_type != "Constant" && fill_type != "Random")
-      d.fail(field + ".FillType",
-             "'" + shown(fill_type) + "' fills need data tiletune does not have (Constant, Random)");
-    if (b.role != "output") {  // an output is poisoned before every run, never filled
-      if (fill_type.empty())
-        d.fail(field + ".FillType", "missing (Constant or Random) for a vector the kernel reads");
-      if (fill_type == "Constant") b.fill = constant_fill(d, a, b.type, field);
-    }
-    if (const json* mem = d.find(a, "MemType")) {
-      const std::string kind = d.text(*mem, field + ".MemType");
-      if (kind == "Constant") {
-        if (b.role != "input")
-          d.fail(field + ".MemType", "only a ReadOnly vector can live in constant memory");
-        b.constant_name = name;
-      } else if (kind != "Global") {
-        d.fail(field + ".MemType", "'" + shown(kind) + "' cannot be translated (Global, Constant)");
-      }
-    }
-    out.buffers.push_back(b);
+  return names;
+}
+
+// Argument i's Name ("argI" when it has none): an identifier not taken by an earlier one.
+std::string argument_name(const Doc& d, const json& a, const std::string& field, std::size_t i,
+                          std::set<std::string>& used) {
+  std::string name = "arg" + std::to_string(i);
+  if (const json* n = d.find(a, "Name")) name = d.text(*n, field + ".Name");
+  if (!is_identifier(name)) d.fail(field + ".Name", "'" + shown(name) + "' is not an identifier");
+  if (!used.insert(name).second) d.fail(field + ".Name", "'" + name + "' appears twice");
+  return name;
+}
+
+ordered_json scalar_value(const Doc& d, const json& value, const std::string& type,
+                          const std::string& field) {
+  if (type == "float" || type == "double") return value.get<double>();
+  const double v = value.get<double>();
+  const double limit = type == "int32" ? 2147483647.0 : 9.2e18;
+  if (v > limit || v < -limit - 1 || v != std::floor(v))
+    d.fail(field + ".FillValue", value.dump() + " is not a " + type + " value");
+  return static_cast<std::int64_t>(v);
+}
+
+ordered_json read_scalar(const Doc& d, const json& a, const std::string& field, const std::string& name,
+                         const std::string& type) {
+  static const std::map<std::string, std::string> scalars = {
+      {"int32", "int"}, {"int64", "long"}, {"float", "float"}, {"double", "double"}};
+  const auto it = scalars.find(type);
+  if (it == scalars.end())
+    d.fail(field + ".Type",
+           "a '" + shown(type) + "' scalar has no tiletune counterpart (int32, int64, float, double)");
+  const json& value = d.need(a, "FillValue", field + ".FillValue");
+  if (!value.is_number()) d.fail(field + ".FillValue", "must be a number");
+  ordered_json arg = {{"name", name}, {"scalar", it->second}};
+  arg["value"] = scalar_value(d, value, type, field);
+  if (d.find(a, "MemType") &&
+      d.text(d.need(a, "MemType", field + ".MemType"), field + ".MemType") != "Global")
+    d.fail(field + ".MemType", "a scalar cannot live in constant memory here");
+  return arg;
+}
+
+// A vector's role from its AccessType; Kernel Tuner checks nothing: without a word, the vector is checked.
+std::string vector_role(const Doc& d, const json& a, const std::string& field) {
+  std::string access = "ReadWrite";
+  if (const json* v = d.find(a, "AccessType")) access = d.text(*v, field + ".AccessType");
+  if (access == "ReadOnly") return "input";
+  if (access == "WriteOnly") return "output";
+  if (access == "ReadWrite") return "inout";
+  d.fail(field + ".AccessType",
+         "'" + shown(access) + "' cannot be translated (ReadOnly, WriteOnly, ReadWrite)");
+}
+
+void read_vector_fill(const Doc& d, const json& a, const std::string& field, Buffer& b) {
+  std::string fill_type;
+  if (const json* v = d.find(a, "FillType")) fill_type = d.text(*v, field + ".FillType");
+  if (!fill_type.empty() && fill_type != "Constant" && fill_type != "Random")
+    d.fail(field + ".FillType",
+           "'" + shown(fill_type) + "' fills need data tiletune does not have (Constant, Random)");
+  if (b.role == "output") return;  // an output is poisoned before every run, never filled
+  if (fill_type.empty())
+    d.fail(field + ".FillType", "missing (Constant or Random) for a vector the kernel reads");
+  if (fill_type == "Constant") b.fill = constant_fill(d, a, b.type, field);
+}
+
+void read_vector_memory(const Doc& d, const json& a, const std::string& field, Buffer& b) {
+  const json* mem = d.find(a, "MemType");
+  if (!mem) return;
+  const std::string kind = d.text(*mem, field + ".MemType");
+  if (kind == "Constant") {
+    if (b.role != "input") d.fail(field + ".MemType", "only a ReadOnly vector can live in constant memory");
+    b.constant_name = b.name;
+  } else if (kind != "Global") {
+    d.fail(field + ".MemType", "'" + shown(kind) + "' cannot be translated (Global, Constant)");
   }
-  // Kernel Tuner passes a constant-memory vector both as an argument and as the __constant__ symbol of that
-  // name; tiletune names arguments and constants apart, so the argument takes a new name.
-  for (auto& b : out.buffers) {
+}
+
+Buffer read_vector(const Doc& d, const json& a, const std::string& field, const std::string& name,
+                   const std::string& type, const std::map<std::string, PyValue>& names) {
+  Buffer b;
+  b.name = name;
+  const auto element = element_type_for(type);
+  if (!element)
+    d.fail(field + ".Type",
+           "'" + shown(type) +
+               "' vectors have no tiletune element type (float, double, half, int8, uint8, int32, "
+               "uint32, int64)");
+  b.type = *element;
+  const json& size = d.need(a, "Size", field + ".Size");
+  const std::string size_text = d.expression(size, field + ".Size");
+  b.count = d.python(field + ".Size", size_text,
+                     [&](const std::string& t) { return PyEvaluator(names).number(*parse_python(t)); });
+  if (b.count <= 0) d.fail(field + ".Size", "must be positive, got " + std::to_string(b.count));
+  b.role = vector_role(d, a, field);
+  read_vector_fill(d, a, field, b);
+  read_vector_memory(d, a, field, b);
+  return b;
+}
+
+// Kernel Tuner passes a constant-memory vector both as an argument and as the __constant__ symbol of that
+// name; tiletune names arguments and constants apart, so the argument takes a new name.
+void rename_constant_vectors(std::vector<Buffer>& buffers, std::set<std::string>& used) {
+  for (auto& b : buffers) {
     if (b.constant_name.empty()) continue;
     std::string renamed = b.name + "_arg";
     while (used.count(renamed)) renamed += "_";
     used.insert(renamed);
     b.name = renamed;
   }
+}
+
+// The vectors go among the scalars at their places in the T1 list; constant-memory ones are constants too.
+void place_vectors(const Doc& d, const json& list, Arguments& out) {
   std::size_t next_buffer = 0;
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (d.text(list[i].at("MemoryType"), "") != "Vector") continue;
@@ -1638,6 +1684,33 @@ Arguments read_arguments(const Doc& d, const json& spec, const std::vector<Param
       out.constants.push_back(std::move(c));
     }
   }
+}
+
+Arguments read_arguments(const Doc& d, const json& spec, const std::vector<Param>& params,
+                         const std::vector<Translator::Dim>& dims) {
+  const json& list = d.need(spec, "Arguments", "KernelSpecification.Arguments");
+  if (!list.is_array() || list.empty()) d.fail("KernelSpecification.Arguments", "must be a non-empty list");
+  const std::map<std::string, PyValue> names = size_names(params, dims);
+  Arguments out;
+  std::set<std::string> used;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string field = "KernelSpecification.Arguments[" + std::to_string(i) + "]";
+    const json& a = list[i];
+    if (!a.is_object()) d.fail(field, "must be an object");
+    const std::string name = argument_name(d, a, field, i, used);
+    const std::string type = d.text(d.need(a, "Type", field + ".Type"), field + ".Type");
+    const std::string memory = d.text(d.need(a, "MemoryType", field + ".MemoryType"), field + ".MemoryType");
+    if (memory == "Scalar") {
+      out.arguments.push_back(read_scalar(d, a, field, name, type));
+      continue;
+    }
+    if (memory != "Vector")
+      d.fail(field + ".MemoryType",
+             "'" + shown(memory) + "' arguments cannot be translated (Vector, Scalar)");
+    out.buffers.push_back(read_vector(d, a, field, name, type, names));
+  }
+  rename_constant_vectors(out.buffers, used);
+  place_vectors(d, list, out);
   if (std::none_of(out.buffers.begin(), out.buffers.end(), [](const Buffer& b) { return b.role != "input"; }))
     d.fail("KernelSpecification.Arguments",
            "no WriteOnly or ReadWrite vector: tiletune checks a kernel's outputs, and this one has none");
@@ -1716,6 +1789,277 @@ std::string read_limited(const std::filesystem::path& path, std::uintmax_t limit
   return bytes;
 }
 
+json parse_t1(const Doc& d, const std::string& text) {
+  if (const std::string why = nul_byte_problem(text); !why.empty()) throw T1Error(d.file() + ": " + why);
+  if (json_depth(text) > kMaxJsonDepth)
+    throw T1Error(d.file() + ": nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    const std::string what = e.what();
+    throw T1Error(d.file() + ": not valid JSON (" + what.substr(what.find(']') + 2) + ")");
+  }
+  if (!doc.is_object()) throw T1Error(d.file() + ": must hold a JSON object");
+  return doc;
+}
+
+struct Conditions {
+  ordered_json constraints = ordered_json::array();
+  std::vector<std::pair<std::string, Expr>> checks;  // field, expression: checked at the defaults
+};
+
+// Conditions: Python over the parameters, translated; one that always holds constrains nothing.
+Conditions read_conditions(const Doc& d, const json& space, Translator& tr) {
+  Conditions out;
+  const json* conditions = d.find(space, "Conditions");
+  if (!conditions) return out;
+  if (!conditions->is_array()) d.fail("ConfigurationSpace.Conditions", "must be a list");
+  for (std::size_t i = 0; i < conditions->size(); ++i) {
+    const std::string field = "ConfigurationSpace.Conditions[" + std::to_string(i) + "]";
+    const json& c = (*conditions)[i];
+    if (!c.is_object()) d.fail(field, "must be an object");
+    const std::string python = d.text(d.need(c, "Expression", field + ".Expression"), field + ".Expression");
+    const Tx t = d.python(field + ".Expression", python,
+                          [&](const std::string& p) { return tr.translate(*parse_python(p), true); });
+    if (t.constant && *t.constant) continue;
+    if (t.constant)
+      d.fail(field + ".Expression", "'" + shown(python) + "' never holds: the space would be empty");
+    out.constraints.push_back({{"expr", t.tt}, {"message", "T1 condition " + shown(python, 200)}});
+    out.checks.emplace_back(field + ".Expression", Expr::parse(t.tt));
+  }
+  return out;
+}
+
+// The kernel: its name as the source spells it (a C++ kernel is found by its lowered name).
+std::string read_kernel_name(const Doc& d, const json& spec) {
+  const std::string kernel =
+      d.text(d.need(spec, "KernelName", "KernelSpecification.KernelName"), "KernelSpecification.KernelName");
+  static const std::regex qualified("[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*");
+  if (kernel.size() > 200 || !std::regex_match(kernel, qualified))
+    d.fail("KernelSpecification.KernelName", "'" + shown(kernel) + "' is not a kernel name");
+  return kernel;
+}
+
+// Where Kernel Tuner looks for the kernel file: as written, then beside the T1 file, then one folder up.
+// Empty when it is in none of them.
+std::filesystem::path find_kernel_file(const std::string& file, const std::filesystem::path& t1_path) {
+  const std::filesystem::path t1_dir =
+      t1_path.has_parent_path() ? t1_path.parent_path() : std::filesystem::path(".");
+  for (const auto& candidate : {std::filesystem::path(file), t1_dir / file, t1_dir / ".." / file}) {
+    std::error_code ec;
+    if (std::filesystem::exists(candidate, ec)) return candidate;
+  }
+  return {};
+}
+
+// The family with its kernel file read: its path, bytes and name in the family's folder.
+T1Family read_kernel_file(const Doc& d, const json& spec, const std::filesystem::path& t1_path) {
+  const std::string file_field = "KernelSpecification.KernelFile";
+  const std::string file = d.text(d.need(spec, "KernelFile", file_field), file_field);
+  if (file.empty() || file.find('\0') != std::string::npos) d.fail(file_field, "is not a file name");
+  const std::filesystem::path kernel_path = find_kernel_file(file, t1_path);
+  if (kernel_path.empty())
+    d.fail(file_field, "'" + shown(file) + "' not found (as written, beside the T1 file or one folder up)");
+  T1Family out;
+  out.kernel_path = kernel_path;
+  try {
+    out.kernel_source = read_limited(kernel_path, 16u << 20);
+  } catch (const T1Error& e) {
+    d.fail(file_field, e.what());
+  }
+  out.kernel_file = std::filesystem::path(file).filename().string();
+  return out;
+}
+
+// The family's name: --name, else the first of the benchmark's and the kernel's names made an identifier.
+std::string family_name(const Doc& d, const json& doc, const json& spec, const std::string& name) {
+  if (!name.empty()) {
+    if (!is_identifier(name)) throw T1Error(d.file() + ": --name '" + shown(name) + "' is not an identifier");
+    return name;
+  }
+  std::string out;
+  const json* general = d.find(doc, "General");
+  for (const json* v : {general ? d.find(*general, "BenchmarkName") : nullptr, d.find(spec, "BenchmarkName"),
+                        d.find(spec, "KernelName")})
+    if (v && v->is_string() && out.empty()) out = sanitized_name(v->get<std::string>());
+  if (out.empty()) d.fail("General.BenchmarkName", "no name for the family: give --name");
+  return out;
+}
+
+bool printable_ascii(const std::string& text) {
+  return std::none_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f;
+  });
+}
+
+std::vector<std::string> read_compiler_options(const Doc& d, const json& spec) {
+  std::vector<std::string> options;
+  const json* list = d.find(spec, "CompilerOptions");
+  if (!list) return options;
+  if (!list->is_array()) d.fail("KernelSpecification.CompilerOptions", "must be a list of strings");
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string field = "KernelSpecification.CompilerOptions[" + std::to_string(i) + "]";
+    const std::string o = d.text((*list)[i], field);
+    if (o.empty() || o[0] != '-' || !printable_ascii(o))
+      d.fail(field, "'" + shown(o) + "' is not a compiler option");
+    // tiletune compiles for the device it plans or measures; another architecture would not load there.
+    if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0 || o.rfind("-code", 0) == 0)
+      d.fail(field, "'" + shown(o) + "': tiletune chooses the architecture (the device's)");
+    options.push_back(o);
+  }
+  return options;
+}
+
+// What family.json is written from.
+struct T1Parts {
+  std::vector<Param> params;
+  std::vector<Translator::Dim> dims;
+  Conditions conditions;
+  LaunchTx launch;
+  Arguments args;
+  std::string kernel;
+  std::vector<std::string> options;
+};
+
+// The default configuration's values, with the problem sizes.
+Vars default_vars(const T1Parts& parts) {
+  Vars at_defaults;
+  for (const auto& p : parts.params) at_defaults[p.name] = p.default_value;
+  for (const auto& dim : parts.dims) at_defaults[dim.name] = dim.size;
+  return at_defaults;
+}
+
+void check_conditions_at_defaults(const Doc& d, const T1Parts& parts) {
+  const Vars at_defaults = default_vars(parts);
+  for (const auto& [field, e] : parts.conditions.checks) {
+    std::string why;
+    try {
+      if (!e.eval(at_defaults)) why = "does not hold";
+    } catch (const ExprError& err) {
+      why = std::string("cannot be evaluated (") + err.what() + ")";
+    }
+    if (!why.empty())
+      d.fail(field, why + " at the Default values (" + params_text(parts.params) +
+                        "); the default configuration is the family's reference, so it must be valid");
+  }
+}
+
+// One launch dimension at the defaults: positive, and a block's within a CUDA block's 1024 threads.
+std::int64_t launch_at_defaults(const Doc& d, const Tx& t, const std::string& field, bool grid,
+                                const T1Parts& parts) {
+  std::int64_t v = 0;
+  try {
+    v = Expr::parse(t.tt).eval(default_vars(parts));
+  } catch (const ExprError& err) {
+    d.fail(field, std::string("cannot be evaluated at the Default values: ") + err.what());
+  }
+  if (v < 1)
+    d.fail(field, std::string("gives a ") + (grid ? "grid" : "block") + " of " + std::to_string(v) +
+                      " at the Default values (" + params_text(parts.params) + ")");
+  // Each dimension is checked before it is multiplied, so that the product cannot overflow.
+  if (!grid && v > 1024)
+    d.fail(field, "gives a block of " + std::to_string(v) + " threads at the Default values (" +
+                      params_text(parts.params) + "), more than a CUDA block holds");
+  return v;
+}
+
+void check_launch_at_defaults(const Doc& d, const T1Parts& parts) {
+  const LaunchTx& launch = parts.launch;
+  long long threads = 1;
+  for (std::size_t i = 0; i < 3; ++i) {
+    threads *= launch_at_defaults(
+        d, launch.block[i], std::string("KernelSpecification.LocalSize.") + kLaunchAxes[i], false, parts);
+    launch_at_defaults(d, launch.grid[i], launch.grid_field[i], true, parts);
+  }
+  if (threads > 1024)
+    d.fail("KernelSpecification.LocalSize",
+           std::to_string(threads) + " threads per block at the Default values (" +
+               params_text(parts.params) + "), more than a CUDA block holds");
+}
+
+std::string sizes_text(const std::vector<Translator::Dim>& dims) {
+  std::string sizes;
+  for (const auto& dim : dims) {
+    if (!sizes.empty()) sizes += 'x';
+    sizes += std::to_string(dim.size);
+  }
+  return sizes;
+}
+
+std::string description(const std::filesystem::path& t1_path, const T1Parts& parts) {
+  return "Imported from the T1 file " + shown(t1_path.filename().string(), 80) +
+         " by tiletune import-space. T1 has no reference kernel: the default configuration (" +
+         params_text(parts.params) +
+         ") is the truth; it runs first and every other configuration is compared with it. The problem "
+         "size is T1's ProblemSize (" +
+         sizes_text(parts.dims) +
+         "); the metric counts each vector's bytes once (twice when read and written).";
+}
+
+ordered_json problem_json(const std::vector<Translator::Dim>& dims) {
+  const std::string sizes = sizes_text(dims);
+  ordered_json problem;
+  problem["dims"] = ordered_json::array();
+  problem["checks"] = ordered_json::array();
+  for (const auto& dim : dims) {
+    problem["dims"].push_back(dim.name);
+    // The kernel file fixes its sizes, as Kernel Tuner's T1 files do: the family is for that problem only.
+    problem["checks"].push_back({{"expr", dim.name + " == " + std::to_string(dim.size)},
+                                 {"message", "the T1 description is for ProblemSize " + sizes + " only"}});
+  }
+  problem["default_sizes"] = ordered_json::array({sizes});
+  return problem;
+}
+
+ordered_json launch_json(const LaunchTx& launch) {
+  ordered_json block = ordered_json::array(), grid = ordered_json::array();
+  for (std::size_t i = 0; i < 3; ++i) {
+    block.push_back(launch.block[i].tt);
+    grid.push_back(launch.grid[i].tt);
+  }
+  ordered_json out = {{"block", block}, {"grid", grid}};
+  if (launch.shared) out["dynamic_shared_bytes"] = launch.shared->tt;
+  return out;
+}
+
+// The bytes the metric counts: each vector's once, twice when it is read and written.
+std::int64_t vector_bytes(const Doc& d, const std::vector<Buffer>& buffers) {
+  std::int64_t bytes = 0;
+  for (const auto& b : buffers) {
+    const auto element = static_cast<std::int64_t>(size_of(*element_type_from_string(b.type)));
+    std::int64_t once = 0;
+    if (__builtin_mul_overflow(b.count, element * (b.role == "inout" ? 2 : 1), &once) ||
+        __builtin_add_overflow(bytes, once, &bytes))
+      d.fail("KernelSpecification.Arguments", "the vectors' sizes in bytes do not fit in 64 bits");
+  }
+  return bytes;
+}
+
+std::string family_json(const Doc& d, const T1Parts& parts, const T1Family& family,
+                        const std::filesystem::path& t1_path) {
+  ordered_json j;
+  j["name"] = family.name;
+  j["description"] = description(t1_path, parts);
+  j["source"] = family.kernel_file;
+  j["kernel"] = parts.kernel;
+  j["problem"] = problem_json(parts.dims);
+  ordered_json parameters = ordered_json::object(), config = ordered_json::object();
+  for (const auto& p : parts.params) {
+    parameters[p.name] = {{"values", p.values}, {"default", p.default_value}};
+    config[p.name] = p.default_value;
+  }
+  j["parameters"] = parameters;
+  j["constraints"] = parts.conditions.constraints;
+  j["launch"] = launch_json(parts.launch);
+  j["arguments"] = parts.args.arguments;
+  if (!parts.args.constants.empty()) j["constants"] = parts.args.constants;
+  j["metric"] = {{"unit", "GB/s"}, {"work", std::to_string(vector_bytes(d, parts.args.buffers))}};
+  j["reference"] = {{"family", family.name}, {"config", config}};
+  if (!parts.options.empty()) j["compile_options"] = parts.options;
+  return j.dump(2) + "\n";
+}
+
 }  // namespace
 
 namespace t1 {
@@ -1744,17 +2088,7 @@ std::string translate_condition(
 T1Family translate_t1(const std::string& text, const std::filesystem::path& t1_path,
                       const std::string& name) {
   const Doc d(t1_path.string());
-  if (const std::string why = nul_byte_problem(text); !why.empty()) throw T1Error(d.file() + ": " + why);
-  if (json_depth(text) > kMaxJsonDepth)
-    throw T1Error(d.file() + ": nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    const std::string what = e.what();
-    throw T1Error(d.file() + ": not valid JSON (" + what.substr(what.find(']') + 2) + ")");
-  }
-  if (!doc.is_object()) throw T1Error(d.file() + ": must hold a JSON object");
+  const json doc = parse_t1(d, text);
   const json& space = d.object(doc, "ConfigurationSpace", "ConfigurationSpace");
   const json& spec = d.object(doc, "KernelSpecification", "KernelSpecification");
   const std::string language =
@@ -1763,195 +2097,29 @@ T1Family translate_t1(const std::string& text, const std::filesystem::path& t1_p
     d.fail("KernelSpecification.Language",
            "'" + shown(language) + "' kernels cannot be translated: tiletune compiles CUDA");
 
-  const std::vector<Param> params = read_parameters(d, space);
-  const std::vector<Translator::Dim> dims = read_problem_size(d, spec, params);
+  T1Parts parts;
+  parts.params = read_parameters(d, space);
+  parts.dims = read_problem_size(d, spec, parts.params);
   std::map<std::string, std::vector<std::int64_t>> values;
-  for (const auto& p : params) values[p.name] = p.values;
-  Translator tr(values, dims);
-
-  // Conditions: Python over the parameters, translated; one that always holds constrains nothing.
-  ordered_json constraints = ordered_json::array();
-  std::vector<std::pair<std::string, Expr>> checks;  // field, expression: checked at the defaults below
-  if (const json* conditions = d.find(space, "Conditions")) {
-    if (!conditions->is_array()) d.fail("ConfigurationSpace.Conditions", "must be a list");
-    for (std::size_t i = 0; i < conditions->size(); ++i) {
-      const std::string field = "ConfigurationSpace.Conditions[" + std::to_string(i) + "]";
-      const json& c = (*conditions)[i];
-      if (!c.is_object()) d.fail(field, "must be an object");
-      const std::string python =
-          d.text(d.need(c, "Expression", field + ".Expression"), field + ".Expression");
-      const Tx t = d.python(field + ".Expression", python,
-                            [&](const std::string& p) { return tr.translate(*parse_python(p), true); });
-      if (t.constant && *t.constant) continue;
-      if (t.constant)
-        d.fail(field + ".Expression", "'" + shown(python) + "' never holds: the space would be empty");
-      constraints.push_back({{"expr", t.tt}, {"message", "T1 condition " + shown(python, 200)}});
-      checks.emplace_back(field + ".Expression", Expr::parse(t.tt));
-    }
-  }
-
-  const LaunchTx launch = read_launch(d, spec, tr, dims);
-  const Arguments args = read_arguments(d, spec, params, dims);
-
-  // The kernel: its name as the source spells it (a C++ kernel is found by its lowered name), the file.
-  const std::string kernel =
-      d.text(d.need(spec, "KernelName", "KernelSpecification.KernelName"), "KernelSpecification.KernelName");
-  static const std::regex qualified("[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*");
-  if (kernel.size() > 200 || !std::regex_match(kernel, qualified))
-    d.fail("KernelSpecification.KernelName", "'" + shown(kernel) + "' is not a kernel name");
-  const std::string file_field = "KernelSpecification.KernelFile";
-  const std::string file = d.text(d.need(spec, "KernelFile", file_field), file_field);
-  if (file.empty() || file.find('\0') != std::string::npos) d.fail(file_field, "is not a file name");
-  // Where Kernel Tuner looks: as written, then beside the T1 file, then one folder up.
-  const std::filesystem::path t1_dir =
-      t1_path.has_parent_path() ? t1_path.parent_path() : std::filesystem::path(".");
-  std::filesystem::path kernel_path;
-  for (const auto& candidate : {std::filesystem::path(file), t1_dir / file, t1_dir / ".." / file}) {
-    std::error_code ec;
-    if (std::filesystem::exists(candidate, ec)) {
-      kernel_path = candidate;
-      break;
-    }
-  }
-  if (kernel_path.empty())
-    d.fail(file_field, "'" + shown(file) + "' not found (as written, beside the T1 file or one folder up)");
-  T1Family out;
-  out.kernel_path = kernel_path;
-  try {
-    out.kernel_source = read_limited(kernel_path, 16u << 20);
-  } catch (const T1Error& e) {
-    d.fail(file_field, e.what());
-  }
-  out.kernel_file = std::filesystem::path(file).filename().string();
-
-  // The family's name.
-  if (!name.empty()) {
-    if (!is_identifier(name)) throw T1Error(d.file() + ": --name '" + shown(name) + "' is not an identifier");
-    out.name = name;
-  } else {
-    const json* general = d.find(doc, "General");
-    for (const json* v : {general ? d.find(*general, "BenchmarkName") : nullptr,
-                          d.find(spec, "BenchmarkName"), d.find(spec, "KernelName")})
-      if (v && v->is_string() && out.name.empty()) out.name = sanitized_name(v->get<std::string>());
-    if (out.name.empty()) d.fail("General.BenchmarkName", "no name for the family: give --name");
-  }
+  for (const auto& p : parts.params) values[p.name] = p.values;
+  Translator tr(values, parts.dims);
+  parts.conditions = read_conditions(d, space, tr);
+  parts.launch = read_launch(d, spec, tr, parts.dims);
+  parts.args = read_arguments(d, spec, parts.params, parts.dims);
+  parts.kernel = read_kernel_name(d, spec);
+  T1Family out = read_kernel_file(d, spec, t1_path);
+  out.name = family_name(d, doc, spec, name);
   if (out.kernel_file.empty() || out.kernel_file[0] == '.' || out.kernel_file == "family.json")
     out.kernel_file = out.name + ".cu";
-
-  std::vector<std::string> options;
-  if (const json* list = d.find(spec, "CompilerOptions")) {
-    if (!list->is_array()) d.fail("KernelSpecification.CompilerOptions", "must be a list of strings");
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      const std::string field = "KernelSpecification.CompilerOptions[" + std::to_string(i) + "]";
-      const std::string o = d.text((*list)[i], field);
-      if (o.empty() || o[0] != '-' || std::any_of(o.begin(), o.end(), [](char c) {
-            return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f;
-          }))
-        d.fail(field, "'" + shown(o) + "' is not a compiler option");
-      // tiletune compiles for the device it plans or measures; another architecture would not load there.
-      if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0 || o.rfind("-code", 0) == 0)
-        d.fail(field, "'" + shown(o) + "': tiletune chooses the architecture (the device's)");
-      options.push_back(o);
-    }
-  }
-  for (auto& define : kernel_tuner_defines(out.kernel_source, params, launch))
-    options.push_back(std::move(define));
+  parts.options = read_compiler_options(d, spec);
+  for (auto& define : kernel_tuner_defines(out.kernel_source, parts.params, parts.launch))
+    parts.options.push_back(std::move(define));
 
   // The default configuration is the truth, so it must be one that runs: it meets every condition, and its
   // launch is positive and within a block's 1024 threads.
-  Vars at_defaults;
-  for (const auto& p : params) at_defaults[p.name] = p.default_value;
-  for (const auto& dim : dims) at_defaults[dim.name] = dim.size;
-  const std::string defaults = params_text(params);
-  for (const auto& [field, e] : checks) {
-    std::string why;
-    try {
-      if (!e.eval(at_defaults)) why = "does not hold";
-    } catch (const ExprError& err) {
-      why = std::string("cannot be evaluated (") + err.what() + ")";
-    }
-    if (!why.empty())
-      d.fail(field, why + " at the Default values (" + defaults +
-                        "); the default configuration is the family's reference, so it must be valid");
-  }
-  long long threads = 1;
-  for (std::size_t i = 0; i < 3; ++i) {
-    static const char* axes[] = {"X", "Y", "Z"};
-    for (const bool grid : {false, true}) {
-      const Tx& t = grid ? launch.grid[i] : launch.block[i];
-      const std::string field =
-          grid ? launch.grid_field[i] : std::string("KernelSpecification.LocalSize.") + axes[i];
-      std::int64_t v = 0;
-      try {
-        v = Expr::parse(t.tt).eval(at_defaults);
-      } catch (const ExprError& err) {
-        d.fail(field, std::string("cannot be evaluated at the Default values: ") + err.what());
-      }
-      if (v < 1)
-        d.fail(field, std::string("gives a ") + (grid ? "grid" : "block") + " of " + std::to_string(v) +
-                          " at the Default values (" + defaults + ")");
-      // Each dimension is checked before it is multiplied, so that the product cannot overflow.
-      if (!grid && v > 1024)
-        d.fail(field, "gives a block of " + std::to_string(v) + " threads at the Default values (" +
-                          defaults + "), more than a CUDA block holds");
-      if (!grid) threads *= v;
-    }
-  }
-  if (threads > 1024)
-    d.fail("KernelSpecification.LocalSize", std::to_string(threads) +
-                                                " threads per block at the Default values (" + defaults +
-                                                "), more than a CUDA block holds");
-
-  ordered_json j;
-  j["name"] = out.name;
-  std::string sizes;
-  for (const auto& dim : dims) sizes += (sizes.empty() ? "" : "x") + std::to_string(dim.size);
-  j["description"] =
-      "Imported from the T1 file " + shown(t1_path.filename().string(), 80) +
-      " by tiletune import-space. T1 has no reference kernel: the default configuration (" + defaults +
-      ") is the truth; it runs first and every other configuration is compared with it. The problem "
-      "size is T1's ProblemSize (" +
-      sizes + "); the metric counts each vector's bytes once (twice when read and written).";
-  j["source"] = out.kernel_file;
-  j["kernel"] = kernel;
-  ordered_json problem;
-  problem["dims"] = ordered_json::array();
-  problem["checks"] = ordered_json::array();
-  for (const auto& dim : dims) {
-    problem["dims"].push_back(dim.name);
-    // The kernel file fixes its sizes, as Kernel Tuner's T1 files do: the family is for that problem only.
-    problem["checks"].push_back({{"expr", dim.name + " == " + std::to_string(dim.size)},
-                                 {"message", "the T1 description is for ProblemSize " + sizes + " only"}});
-  }
-  problem["default_sizes"] = ordered_json::array({sizes});
-  j["problem"] = problem;
-  ordered_json parameters = ordered_json::object();
-  for (const auto& p : params) parameters[p.name] = {{"values", p.values}, {"default", p.default_value}};
-  j["parameters"] = parameters;
-  j["constraints"] = constraints;
-  ordered_json block = ordered_json::array(), grid = ordered_json::array();
-  for (std::size_t i = 0; i < 3; ++i) {
-    block.push_back(launch.block[i].tt);
-    grid.push_back(launch.grid[i].tt);
-  }
-  j["launch"] = {{"block", block}, {"grid", grid}};
-  if (launch.shared) j["launch"]["dynamic_shared_bytes"] = launch.shared->tt;
-  j["arguments"] = args.arguments;
-  if (!args.constants.empty()) j["constants"] = args.constants;
-  std::int64_t bytes = 0;
-  for (const auto& b : args.buffers) {
-    const auto element = static_cast<std::int64_t>(size_of(*element_type_from_string(b.type)));
-    std::int64_t once = 0;
-    if (__builtin_mul_overflow(b.count, element * (b.role == "inout" ? 2 : 1), &once) ||
-        __builtin_add_overflow(bytes, once, &bytes))
-      d.fail("KernelSpecification.Arguments", "the vectors' sizes in bytes do not fit in 64 bits");
-  }
-  j["metric"] = {{"unit", "GB/s"}, {"work", std::to_string(bytes)}};
-  ordered_json config = ordered_json::object();
-  for (const auto& p : params) config[p.name] = p.default_value;
-  j["reference"] = {{"family", out.name}, {"config", config}};
-  if (!options.empty()) j["compile_options"] = options;
-  out.family_json = j.dump(2) + "\n";
+  check_conditions_at_defaults(d, parts);
+  check_launch_at_defaults(d, parts);
+  out.family_json = family_json(d, parts, out, t1_path);
   return out;
 }
 
