@@ -93,14 +93,11 @@ std::string foreign_entry(const std::filesystem::path& bundle) {
   return ec ? "(a folder that cannot be listed: " + ec.message() + ")" : "";
 }
 
-}  // namespace
-
-BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& families,
-                           const std::filesystem::path& directory, const std::string& family_filter,
-                           const std::string& device_filter, const CompileCache& cache) {
+// The folder a bundle goes to ("out/", "./out" and "out" are one folder), checked: a new folder, an empty
+// one, or an old bundle holding nothing that an export does not write.
+std::filesystem::path bundle_folder(const std::filesystem::path& directory) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  // "out/", "./out" and "out" are one folder; the staging folder goes beside it, never inside.
   fs::path target = fs::absolute(directory, ec).lexically_normal();
   if (!target.has_filename()) target = target.parent_path();
   const std::string folder = target.filename().string();
@@ -114,121 +111,165 @@ BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& 
       throw BundleError("bundle: " + directory.string() + " holds " + printable_line(foreign) +
                         ", which no export writes there; replacing the bundle would delete it: move it out "
                         "or name a new folder");
-  // Written beside the target and renamed into place; the old bundle is moved aside first and removed only
-  // once the new one is in place, so that a failed export leaves it whole.
+  return target;
+}
+
+// What an export gathers in its staging folder before the manifest is written.
+struct Staging {
+  std::filesystem::path dir;
+  json entries = json::array();
+  std::set<std::string> cubins, families;
+};
+
+std::string best_label(const BestConfig& best) {
+  return best.family + " on " + best.device_name + " at " +
+         (best.args_text.empty() ? best.size_text : best.size_text + " " + best.args_text);
+}
+
+// The result to bundle for `best`, with its sweep: the fastest measured on the family as it is now (an
+// older template's may be faster). Returns why there is none, or "".
+std::string current_result(const Store& store, const BestConfig& best, const KernelFamily& family,
+                           std::optional<StoredResult>& chosen, std::optional<SweepInfo>& sweep) {
+  chosen = best.result;
+  sweep = store.sweep(best.result.sweep_id);
+  if (sweep && sweep->template_hash != family.template_hash) {
+    chosen = best_with_template(store, best.family, best.device_name, sweep->problem, family.template_hash);
+    if (!chosen) return "the family changed since it was tuned (sweep " + std::to_string(sweep->id) + ")";
+    sweep = store.sweep(chosen->sweep_id);
+  }
+  if (!sweep) return "its sweep is not in the database";
+  return "";
+}
+
+json entry_json(const BestConfig& best, const StoredResult& chosen, const KernelFamily& family,
+                const std::string& file, const CompiledKernel& kernel) {
+  const auto& r = chosen.record;
+  return {{"family", best.family},
+          {"device", best.device_name},
+          {"arch", best.arch},
+          {"size", best.size_text},
+          {"args", best.args_text},
+          {"params", r.params},
+          {"median_ms", r.median_ms ? json(*r.median_ms) : json()},
+          {"metric", r.metric ? json(*r.metric) : json()},
+          {"metric_unit", r.metric_unit},
+          {"template_hash", family.template_hash},
+          {"sweep", chosen.sweep_id},
+          {"cubin", file},
+          {"symbol", kernel.lowered_name.empty() ? family.kernel : kernel.lowered_name},
+          {"usage", usage_json(kernel.usage)}};
+}
+
+// Stages best's CUBIN (compiled now when the cache lacks it) and its entry, and notes the families it
+// needs. Returns why it cannot be bundled, or "" when staged.
+std::string stage_entry(const Store& store, const std::vector<KernelFamily>& families, const BestConfig& best,
+                        const CompileCache& cache, Staging& staging, BundleSummary& summary) {
+  const KernelFamily* family = nullptr;
+  for (const auto& f : families)
+    if (f.name == best.family) family = &f;
+  if (!family) return "the family is not known here";
+  std::optional<StoredResult> chosen;
+  std::optional<SweepInfo> sweep;
+  if (const std::string why = current_result(store, best, *family, chosen, sweep); !why.empty()) return why;
+  DeviceLimits device;
+  try {
+    device = device_from_json(sweep->device.properties_json);
+  } catch (const std::exception& e) {
+    return "the stored device cannot be read: " + first_line(e.what());
+  }
+  const CompileJob job = compile_job(*family, device, chosen->record.params);
+  const std::string key = cache.key(job);
+  bool compiled_now = false;
+  const CompileResult compiled = cache.load_or_compile(key, job, &compiled_now);
+  summary.compiled += compiled_now;
+  if (const auto* error = std::get_if<CompileError>(&compiled))
+    return "does not compile: " + first_line(error->log);
+  const auto& kernel = std::get<CompiledKernel>(compiled);
+  const std::string file = cubin_name(family->name, job.arch, key);
+  if (staging.cubins.insert(file).second) write_file(staging.dir / "cubins" / file, kernel.cubin);
+  staging.entries.push_back(entry_json(best, *chosen, *family, file, kernel));
+  try {
+    needed_families(families, family->name, staging.families);
+  } catch (const FamilyError& e) {
+    throw BundleError("bundle: " + family->name + ": " + first_line(e.what()));
+  }
+  return "";
+}
+
+void copy_families(const std::vector<KernelFamily>& families, const Staging& staging) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(staging.dir / "families", ec);
+  for (const auto& name : staging.families) {
+    const KernelFamily& f = find_family(families, name);
+    fs::copy(f.directory, staging.dir / "families" / name, fs::copy_options::recursive, ec);
+    if (ec) throw BundleError("bundle: cannot copy " + f.directory.string() + ": " + ec.message());
+  }
+}
+
+void write_manifest(const Staging& staging) {
+  const json manifest = {{"format", kBundleFormat},
+                         {"tiletune", TILETUNE_VERSION},
+                         {"commit", TILETUNE_GIT_SHA},
+                         {"created_at", utc_now_iso8601()},
+                         {"entries", staging.entries}};
+  write_file(staging.dir / "manifest.json", manifest.dump(2) + "\n");
+}
+
+// Renames the staged bundle into place. An old bundle is moved aside first and removed only once the new
+// one is in place, so that a failed export leaves it whole.
+void move_into_place(const std::filesystem::path& staging, const std::filesystem::path& target,
+                     const std::filesystem::path& old) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool replacing = fs::exists(fs::symlink_status(target, ec));
+  if (replacing) {
+    fs::rename(target, old, ec);
+    if (ec)
+      throw BundleError("bundle: cannot move the old bundle aside (" + old.string() + "): " + ec.message());
+  }
+  fs::rename(staging, target, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    if (replacing) fs::rename(old, target, ec);
+    throw BundleError("bundle: cannot move it into " + target.string() + ": " + why);
+  }
+  if (replacing) fs::remove_all(old, ec);
+}
+
+}  // namespace
+
+BundleSummary write_bundle(const Store& store, const std::vector<KernelFamily>& families,
+                           const std::filesystem::path& directory, const std::string& family_filter,
+                           const std::string& device_filter, const CompileCache& cache) {
+  namespace fs = std::filesystem;
+  const fs::path target = bundle_folder(directory);
+  const std::string folder = target.filename().string();
+  // Written beside the target, never inside, and renamed into place.
   const std::string pid = std::to_string(::getpid());
-  const fs::path staging = target.parent_path() / (folder + ".tmp." + pid);
+  Staging staging;
+  staging.dir = target.parent_path() / (folder + ".tmp." + pid);
   const fs::path old = target.parent_path() / (folder + ".old." + pid);
-  fs::remove_all(staging, ec);
-  if (!fs::create_directories(staging / "cubins", ec) || ec)
-    throw BundleError("bundle: cannot create " + staging.string() + ": " + ec.message());
+  std::error_code ec;
+  fs::remove_all(staging.dir, ec);
+  if (!fs::create_directories(staging.dir / "cubins", ec) || ec)
+    throw BundleError("bundle: cannot create " + staging.dir.string() + ": " + ec.message());
   BundleSummary summary;
   try {
-    json entries = json::array();
-    std::set<std::string> cubins, wanted_families;
-    for (const auto& best : store.best_per_problem(family_filter, device_filter)) {
-      const std::string what =
-          best.family + " on " + best.device_name + " at " +
-          (best.args_text.empty() ? best.size_text : best.size_text + " " + best.args_text);
-      const KernelFamily* family = nullptr;
-      for (const auto& f : families)
-        if (f.name == best.family) family = &f;
-      if (!family) {
-        summary.skipped.push_back(what + ": the family is not known here");
-        continue;
-      }
-      // The fastest result measured on the family as it is now (an older template's may be faster).
-      std::optional<StoredResult> chosen = best.result;
-      auto sweep = store.sweep(best.result.sweep_id);
-      if (sweep && sweep->template_hash != family->template_hash) {
-        chosen =
-            best_with_template(store, best.family, best.device_name, sweep->problem, family->template_hash);
-        if (!chosen) {
-          summary.skipped.push_back(what + ": the family changed since it was tuned (sweep " +
-                                    std::to_string(sweep->id) + ")");
-          continue;
-        }
-        sweep = store.sweep(chosen->sweep_id);
-      }
-      if (!sweep) {
-        summary.skipped.push_back(what + ": its sweep is not in the database");
-        continue;
-      }
-      DeviceLimits device;
-      try {
-        device = device_from_json(sweep->device.properties_json);
-      } catch (const std::exception& e) {
-        summary.skipped.push_back(what + ": the stored device cannot be read: " + first_line(e.what()));
-        continue;
-      }
-      const Params& params = chosen->record.params;
-      const CompileJob job = compile_job(*family, device, params);
-      const std::string key = cache.key(job);
-      bool compiled_now = false;
-      const CompileResult compiled = cache.load_or_compile(key, job, &compiled_now);
-      summary.compiled += compiled_now;
-      if (const auto* error = std::get_if<CompileError>(&compiled)) {
-        summary.skipped.push_back(what + ": does not compile: " + first_line(error->log));
-        continue;
-      }
-      const auto& kernel = std::get<CompiledKernel>(compiled);
-      const std::string file = cubin_name(family->name, job.arch, key);
-      if (cubins.insert(file).second) write_file(staging / "cubins" / file, kernel.cubin);
-      const auto& r = chosen->record;
-      json e = {{"family", best.family},
-                {"device", best.device_name},
-                {"arch", best.arch},
-                {"size", best.size_text},
-                {"args", best.args_text},
-                {"params", params},
-                {"median_ms", r.median_ms ? json(*r.median_ms) : json()},
-                {"metric", r.metric ? json(*r.metric) : json()},
-                {"metric_unit", r.metric_unit},
-                {"template_hash", family->template_hash},
-                {"sweep", chosen->sweep_id},
-                {"cubin", file},
-                {"symbol", kernel.lowered_name.empty() ? family->kernel : kernel.lowered_name},
-                {"usage", usage_json(kernel.usage)}};
-      entries.push_back(std::move(e));
-      try {
-        needed_families(families, family->name, wanted_families);
-      } catch (const FamilyError& e) {
-        throw BundleError("bundle: " + family->name + ": " + first_line(e.what()));
-      }
-    }
-    if (entries.empty())
+    for (const auto& best : store.best_per_problem(family_filter, device_filter))
+      if (const std::string why = stage_entry(store, families, best, cache, staging, summary); !why.empty())
+        summary.skipped.push_back(best_label(best) + ": " + why);
+    if (staging.entries.empty())
       throw BundleError("bundle: nothing to write: no ok result in the database matches" +
                         (summary.skipped.empty() ? std::string()
                                                  : " and can be bundled (" + summary.skipped.front() + ")"));
-    fs::create_directories(staging / "families", ec);
-    for (const auto& name : wanted_families) {
-      const KernelFamily& f = find_family(families, name);
-      fs::copy(f.directory, staging / "families" / name, fs::copy_options::recursive, ec);
-      if (ec) throw BundleError("bundle: cannot copy " + f.directory.string() + ": " + ec.message());
-    }
-    const json manifest = {{"format", kBundleFormat},
-                           {"tiletune", TILETUNE_VERSION},
-                           {"commit", TILETUNE_GIT_SHA},
-                           {"created_at", utc_now_iso8601()},
-                           {"entries", entries}};
-    write_file(staging / "manifest.json", manifest.dump(2) + "\n");
-    summary.entries = static_cast<int>(entries.size());
-    summary.cubins = static_cast<int>(cubins.size());
-    const bool replacing = fs::exists(fs::symlink_status(target, ec));
-    if (replacing) {
-      fs::rename(target, old, ec);
-      if (ec)
-        throw BundleError("bundle: cannot move the old bundle aside (" + old.string() + "): " + ec.message());
-    }
-    fs::rename(staging, target, ec);
-    if (ec) {
-      const std::string why = ec.message();
-      if (replacing) fs::rename(old, target, ec);
-      throw BundleError("bundle: cannot move it into " + target.string() + ": " + why);
-    }
-    if (replacing) fs::remove_all(old, ec);
+    copy_families(families, staging);
+    write_manifest(staging);
+    summary.entries = static_cast<int>(staging.entries.size());
+    summary.cubins = static_cast<int>(staging.cubins.size());
+    move_into_place(staging.dir, target, old);
   } catch (...) {
-    fs::remove_all(staging, ec);
+    fs::remove_all(staging.dir, ec);
     throw;
   }
   return summary;
