@@ -426,6 +426,47 @@ TEST(Gpu, ResumeAfterKill9) {
       << text.str();
 }
 
+// The main job with --resume continues where it stopped: a problem already swept is passed over, the rest are
+// swept, and a second --resume sweeps nothing. Two small built-in families stand for all of them.
+TEST(Gpu, MainJobResumePassesOverWhatIsDone) {
+  REQUIRE_GPU();
+  TempDir dir;
+  for (const char* name : {"conv1d_naive", "conv1d_tiled"})
+    std::filesystem::copy(builtin_templates_dir() / name, dir.path / "templates" / name,
+                          std::filesystem::copy_options::recursive);
+  const auto bin = tiletune::test::tiletune_binary();
+  ASSERT_FALSE(bin.empty());
+  const std::string env = "TILETUNE_TEMPLATES='" + (dir.path / "templates").string() + "' ";
+  const std::string common =
+      " --min-reps 2 --max-reps 3 --rep-budget-ms 5 --db '" + (dir.path / "m.db").string() + "'";
+  const auto run = [&](const std::string& args, const std::string& log) {
+    const std::string out = (dir.path / log).string();
+    EXPECT_EQ(
+        std::system((env + "'" + bin.string() + "' sweep" + args + common + " >'" + out + "' 2>&1").c_str()),
+        0);
+    std::ifstream in(out);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  run(" --family conv1d_tiled --size 268435456 --arg mask_width=5", "one.log");
+  const std::string first = run(" --resume", "first.log");
+  EXPECT_NE(first.find("conv1d_tiled at 268435456 mask_width=5: sweep 1 is done, passed over"),
+            std::string::npos)
+      << first;
+  Store store = Store::open(dir.path / "m.db", Store::Mode::read_only);
+  const auto swept = store.sweeps();
+  EXPECT_EQ(swept.size(), 4u) << first;  // two sizes of each family, one of them swept before
+  for (const auto& s : swept) EXPECT_EQ(s.status, "done");
+  const std::string second = run(" --resume", "second.log");
+  EXPECT_EQ(store.sweeps().size(), 4u) << second;
+  std::size_t passed = 0;
+  for (std::size_t at = 0; (at = second.find("is done, passed over", at)) != std::string::npos; ++at)
+    ++passed;
+  EXPECT_EQ(passed, 4u) << second;
+  EXPECT_NE(second.find("best of every problem"), std::string::npos) << second;
+}
+
 TEST(Gpu, ResumeRefusesAnotherTemplate) {
   REQUIRE_GPU();
   TempDir dir;

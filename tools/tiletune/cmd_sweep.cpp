@@ -102,7 +102,8 @@ std::string gpu_list(const std::vector<Worker*>& pool) {
 struct Pools {
   std::vector<std::unique_ptr<WorkerProcess>> workers;
   std::vector<std::vector<Worker*>> pools;
-  std::vector<std::string> names;  // each pool's "GPUs 0,1 (NVIDIA H100 80GB HBM3)"
+  std::vector<std::string> names;               // each pool's "GPUs 0,1 (NVIDIA H100 80GB HBM3)"
+  std::vector<std::vector<std::string>> uuids;  // each pool's GPUs
 };
 
 Pools start_pools(const std::vector<int>& gpus) {
@@ -142,8 +143,10 @@ Pools start_pools(const std::vector<int>& gpus) {
       models.push_back(model);
       p.pools.emplace_back();
       p.names.push_back(d.name);
+      p.uuids.emplace_back();
     }
     p.pools[at].push_back(p.workers[i].get());
+    p.uuids[at].push_back(d.uuid);
   }
   for (std::size_t i = 0; i < p.pools.size(); ++i)
     p.names[i] = (p.pools[i].size() > 1 ? "GPUs " : "GPU ") + gpu_list(p.pools[i]) + " (" + p.names[i] + ")";
@@ -340,6 +343,38 @@ void print_main_job_head(const Work& work, const Pools& gpus, const SweepOptions
             << "\n";
 }
 
+// The newest sweep of the problem on one of these GPUs, if any.
+std::optional<SweepInfo> newest_sweep_on(const Store& store, const KernelFamily& family,
+                                         const ProblemKey& problem, const std::vector<std::string>& uuids) {
+  for (const auto& s : store.sweeps(family.name, "", problem))
+    if (s.kind == "sweep" && std::find(uuids.begin(), uuids.end(), s.device.uuid) != uuids.end()) return s;
+  return std::nullopt;
+}
+
+// A finished sweep as the main job's table shows it.
+SweepSummary stored_summary(const Store& store, const SweepInfo& s) {
+  SweepSummary summary;
+  summary.sweep_id = s.id;
+  summary.strategy = s.strategy;
+  summary.measured = static_cast<int>(s.result_count);
+  const auto top = store.results(s.id, 1);
+  if (!top.empty() && top.front().record.outcome == Outcome::ok) summary.best = top.front();
+  return summary;
+}
+
+// The main job with --resume continues where it stopped: a problem whose newest sweep on these GPUs is done
+// is passed over (its stored summary is returned), an unfinished one continues, any other starts afresh.
+std::optional<SweepSummary> resume_main_job(const Store& store, const KernelFamily& family,
+                                            const ProblemKey& problem, const std::vector<std::string>& uuids,
+                                            SweepOptions& one) {
+  const auto prior = newest_sweep_on(store, family, problem, uuids);
+  one.resume = prior.has_value();
+  if (!prior || prior->status != "done") return std::nullopt;
+  std::cout << family.name << " at " << problem.text() << ": sweep " << prior->id
+            << " is done, passed over\n";
+  return stored_summary(store, *prior);
+}
+
 // Sweeps every problem on every GPU model in turn; the exit status (130 when interrupted).
 int run_work(const Work& work, const std::vector<double>& planned, Pools& gpus, Store& store,
              const CompileCache& cache, const SweepOptions& o, bool main_job) {
@@ -354,7 +389,14 @@ int run_work(const Work& work, const std::vector<double>& planned, Pools& gpus, 
     const auto& [family, problem] = work[w];
     for (std::size_t p = 0; p < gpus.pools.size() && !g_stop; ++p) {
       if (gpus.pools.size() > 1) std::cout << "\n-- on " << gpus.names[p] << "\n";
-      const SweepSummary s = run_sweep(*family, problem, store, gpus.pools[p], cache, o, std::cout, &g_stop);
+      SweepOptions one = o;
+      if (main_job && o.resume)
+        if (auto done = resume_main_job(store, *family, problem, gpus.uuids[p], one)) {
+          rows.push_back({family, problem, gpus.names[p], std::move(*done)});
+          continue;
+        }
+      const SweepSummary s =
+          run_sweep(*family, problem, store, gpus.pools[p], cache, one, std::cout, &g_stop);
       print_summary(*family, problem, s, store);
       rows.push_back({family, problem, gpus.names[p], s});
       if (s.interrupted) {
