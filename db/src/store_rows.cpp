@@ -161,39 +161,51 @@ std::string checked_json_object(const std::string& text, const std::string& what
   return text;
 }
 
-std::optional<std::string> default_params_text(const std::string& description_json) {
-  if (json_depth(description_json) > kMaxJsonDepth) return std::nullopt;
-  const json doc = json::parse(description_json, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("parameters")) return std::nullopt;
-  const auto default_of = [](const json& spec) -> std::optional<std::int64_t> {
-    if (!spec.is_object()) return std::nullopt;
-    if (spec.contains("default") && spec["default"].is_number_integer())
-      return spec["default"].get<std::int64_t>();
-    if (spec.contains("values") && spec["values"].is_array() && !spec["values"].empty() &&
-        spec["values"].front().is_number_integer())
-      return spec["values"].front().get<std::int64_t>();
-    return std::nullopt;
-  };
+namespace {
+
+// A parameter's default: its "default", else the first of its "values".
+std::optional<std::int64_t> parameter_default(const json& spec) {
+  if (!spec.is_object()) return std::nullopt;
+  if (spec.contains("default") && spec["default"].is_number_integer())
+    return spec["default"].get<std::int64_t>();
+  if (spec.contains("values") && spec["values"].is_array() && !spec["values"].empty() &&
+      spec["values"].front().is_number_integer())
+    return spec["values"].front().get<std::int64_t>();
+  return std::nullopt;
+}
+
+// Every parameter at its default, the parameters an object of NAME: spec or a list of specs with a "name";
+// nullopt when one has no default.
+std::optional<Params> default_params(const json& parameters) {
   Params params;
-  const json& parameters = doc["parameters"];
   if (parameters.is_object()) {
     for (const auto& [name, spec] : parameters.items()) {
-      const auto value = default_of(spec);
+      const auto value = parameter_default(spec);
       if (!value) return std::nullopt;
       params[name] = *value;
     }
   } else if (parameters.is_array()) {
     for (const json& spec : parameters) {
-      const auto value = default_of(spec);
+      const auto value = parameter_default(spec);
       if (!value || !spec.contains("name") || !spec["name"].is_string()) return std::nullopt;
       params[spec["name"].get<std::string>()] = *value;
     }
   } else {
     return std::nullopt;
   }
-  if (params.empty()) return std::nullopt;
+  return params;
+}
+
+}  // namespace
+
+std::optional<std::string> default_params_text(const std::string& description_json) {
+  if (json_depth(description_json) > kMaxJsonDepth) return std::nullopt;
+  const json doc = json::parse(description_json, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("parameters")) return std::nullopt;
+  const std::optional<Params> params = default_params(doc["parameters"]);
+  if (!params || params->empty()) return std::nullopt;
   try {
-    return params_to_text(params);
+    return params_to_text(*params);
   } catch (const std::invalid_argument&) {
     return std::nullopt;
   }
@@ -522,29 +534,39 @@ void check_sweep(const ImportedSweep& s, const Where& where) {
   if (s.started_at.empty()) import_fail(where("started_at"), "is empty");
 }
 
-void check_measurement(const ResultRecord& r, bool measured, const Where& where) {
-  const auto check = [&](const char* key, const std::optional<double>& value, bool positive,
-                         const char* what) {
-    if (value && (!std::isfinite(*value) || *value < 0 || (positive && *value == 0)))
-      import_fail(where(key), std::string("must be ") + what + ", got " + number_text(*value));
-  };
-  check("median_ms", r.median_ms, true, "a positive, finite time in ms");
-  check("min_ms", r.min_ms, true, "a positive, finite time in ms");
-  check("spread", r.spread, false, "non-negative and finite");
-  check("metric", r.metric, false, "non-negative and finite");
-  check("error", r.error, false, "non-negative and finite");
-  check("sm_clock_mhz", r.sm_clock_mhz, true, "positive and finite");
-  check("compile_ms", r.compile_ms, false, "a non-negative, finite time in ms");
-  check("measure_ms", r.measure_ms, false, "a non-negative, finite time in ms");
+namespace {
+
+void check_value(const Where& where, const std::string& key, const std::optional<double>& value,
+                 bool positive, const char* what) {
+  if (value && (!std::isfinite(*value) || *value < 0 || (positive && *value == 0)))
+    import_fail(where(key), std::string("must be ") + what + ", got " + number_text(*value));
+}
+
+// Times, ratios and rates: finite, within their bounds, and the fastest run no slower than the median.
+void check_values(const ResultRecord& r, const Where& where) {
+  check_value(where, "median_ms", r.median_ms, true, "a positive, finite time in ms");
+  check_value(where, "min_ms", r.min_ms, true, "a positive, finite time in ms");
+  check_value(where, "spread", r.spread, false, "non-negative and finite");
+  check_value(where, "metric", r.metric, false, "non-negative and finite");
+  check_value(where, "error", r.error, false, "non-negative and finite");
+  check_value(where, "sm_clock_mhz", r.sm_clock_mhz, true, "positive and finite");
+  check_value(where, "compile_ms", r.compile_ms, false, "a non-negative, finite time in ms");
+  check_value(where, "measure_ms", r.measure_ms, false, "a non-negative, finite time in ms");
   for (std::size_t i = 0; i < r.times_ms.size(); ++i)
-    check(("times_ms[" + std::to_string(i) + "]").c_str(), r.times_ms[i], true,
-          "a positive, finite time in ms");
-  check("occupancy", r.occupancy, false, "between 0 and 1");
+    check_value(where, "times_ms[" + std::to_string(i) + "]", r.times_ms[i], true,
+                "a positive, finite time in ms");
+  check_value(where, "occupancy", r.occupancy, false, "between 0 and 1");
   if (r.occupancy && *r.occupancy > 1)
     import_fail(where("occupancy"), "must be between 0 and 1, got " + number_text(*r.occupancy));
   if (r.median_ms && r.min_ms && *r.min_ms > *r.median_ms)
     import_fail(where("min_ms"), "is larger than median_ms (" + number_text(*r.min_ms) + " > " +
                                      number_text(*r.median_ms) + ")");
+}
+
+}  // namespace
+
+void check_measurement(const ResultRecord& r, bool measured, const Where& where) {
+  check_values(r, where);
   for (const ResultField& f : result_fields())
     if (f.type == ResultField::Type::integer && r.*f.integer && *(r.*f.integer) < 0)
       import_fail(where(f.name), "must not be negative, got " + std::to_string(*(r.*f.integer)));
