@@ -170,35 +170,54 @@ std::optional<double> optional_time(const json& entry, const std::string& key, c
   return value->get<double>();
 }
 
-bool digits(const std::string& s, std::size_t at, std::size_t n) {
-  if (at + n > s.size()) return false;
-  for (std::size_t i = at; i < at + n; ++i)
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+// Whether t starts "2024-05-01 12:34:56": digits where the shape has 'd', a space or 'T' where it has '_'.
+bool datetime_shaped(const std::string& t) {
+  constexpr std::string_view shape = "dddd-dd-dd_dd:dd:dd";
+  if (t.size() < shape.size()) return false;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const char c = t[i];
+    const bool fits = shape[i] == 'd'   ? std::isdigit(static_cast<unsigned char>(c)) != 0
+                      : shape[i] == '_' ? c == ' ' || c == 'T'
+                                        : c == shape[i];
+    if (!fits) return false;
+  }
   return true;
+}
+
+// Whether the month, day, hour, minute and second of a datetime_shaped text are in range.
+bool datetime_in_range(const std::string& t) {
+  struct Range {
+    std::size_t at;
+    int low, high;
+  };
+  constexpr std::array<Range, 5> ranges{{{5, 1, 12}, {8, 1, 31}, {11, 0, 23}, {14, 0, 59}, {17, 0, 60}}};
+  for (const Range& r : ranges) {
+    const int n = std::stoi(t.substr(r.at, 2));
+    if (n < r.low || n > r.high) return false;
+  }
+  return true;
+}
+
+// The fraction of a second at t[i], as three digits of milliseconds ("000" when there is none); `i` moves
+// past it. nullopt for a '.' without 1 to 9 digits.
+std::optional<std::string> millis_at(const std::string& t, std::size_t& i) {
+  if (i >= t.size() || t[i] != '.') return "000";
+  const std::size_t start = ++i;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+  if (i == start || i - start > 9) return std::nullopt;
+  return (t.substr(start, i - start) + "00").substr(0, 3);
 }
 
 // Python's str(datetime.now(timezone.utc)), "2024-05-01 12:34:56.789012+00:00" (no fraction when it is zero),
 // or ISO-8601 UTC, as tiletune's "2024-05-01T12:34:56.789Z"; nullopt for anything else.
 std::optional<std::string> iso_time(const std::string& t) {
-  if (!digits(t, 0, 4) || t.size() < 19 || t[4] != '-' || !digits(t, 5, 2) || t[7] != '-' ||
-      !digits(t, 8, 2) || (t[10] != ' ' && t[10] != 'T') || !digits(t, 11, 2) || t[13] != ':' ||
-      !digits(t, 14, 2) || t[16] != ':' || !digits(t, 17, 2))
-    return std::nullopt;
-  const auto number = [&](std::size_t at) { return std::stoi(t.substr(at, 2)); };
-  if (number(5) < 1 || number(5) > 12 || number(8) < 1 || number(8) > 31 || number(11) > 23 ||
-      number(14) > 59 || number(17) > 60)
-    return std::nullopt;
+  if (!datetime_shaped(t) || !datetime_in_range(t)) return std::nullopt;
   std::size_t i = 19;
-  std::string millis = "000";
-  if (i < t.size() && t[i] == '.') {
-    const std::size_t start = ++i;
-    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
-    if (i == start || i - start > 9) return std::nullopt;
-    millis = (t.substr(start, i - start) + "00").substr(0, 3);
-  }
+  const std::optional<std::string> millis = millis_at(t, i);
+  if (!millis) return std::nullopt;
   const std::string zone = t.substr(i);
   if (!zone.empty() && zone != "Z" && zone != "+00:00") return std::nullopt;
-  return t.substr(0, 10) + "T" + t.substr(11, 8) + "." + millis + "Z";
+  return t.substr(0, 10) + "T" + t.substr(11, 8) + "." + *millis + "Z";
 }
 
 // tiletune's "2024-05-01T12:34:56.789Z" as Python writes a UTC datetime; nullopt when it is not that form.
@@ -220,12 +239,9 @@ double spread_of(std::vector<double> t) {
   return median > 0 ? (q(0.75) - q(0.25)) / median : 0;
 }
 
-KernelTunerEntry read_entry(const std::string& key, const json& value,
-                            const std::vector<std::string>& names) {
-  const std::string where = entry_where(key);
-  if (!value.is_object()) import_fail(where, "must be an object, got " + got(value));
-  KernelTunerEntry e;
-  e.key = key;
+// The entry's parameter values in `names` order; its key must list them so.
+void read_entry_params(KernelTunerEntry& e, const json& value, const std::vector<std::string>& names,
+                       const std::string& where) {
   std::string expected_key;
   for (const auto& name : names) {
     const json* v = find(value, name);
@@ -236,48 +252,53 @@ KernelTunerEntry read_entry(const std::string& key, const json& value,
     e.params.emplace_back(name, v->get<std::int64_t>());
     append_item(expected_key, ",", std::to_string(e.params.back().second));
   }
-  if (key != expected_key) import_fail(where, "does not match its parameters (" + expected_key + ")");
+  if (e.key != expected_key) import_fail(where, "does not match its parameters (" + expected_key + ")");
+}
 
-  // 1.4 and later: "__error__": "InvalidConfig"; before: the failure name in place of the objective's value.
-  const FailureName* failure = nullptr;
+// 1.4 and later: "__error__": "InvalidConfig"; before: the failure name in place of the objective's value.
+// nullptr for an entry that did not fail.
+const FailureName* entry_failure(const json& value, const std::string& where) {
   if (const json* error = find(value, "__error__")) {
-    failure = failure_named(*error);
+    const FailureName* failure = failure_named(*error);
     if (failure == nullptr)
       import_fail(where + ".__error__", std::string("must be one of Kernel Tuner's failure names (") +
                                             failure_list + "), got " + got(*error));
-  } else {
-    for (const auto& [k, v] : value.items())
-      if ((failure = failure_named(v)) != nullptr) break;
+    return failure;
   }
-  // What a tiletune export adds, so that its outcomes and reasons come back as they were.
-  std::optional<Outcome> tiletune_outcome;
-  if (const json* o = find(value, "tiletune_outcome")) {
-    tiletune_outcome = o->is_string() ? outcome_from_string(o->get<std::string>()) : std::nullopt;
-    if (!tiletune_outcome) import_fail(where + ".tiletune_outcome", "is not an outcome name, got " + got(*o));
-    if ((*tiletune_outcome == Outcome::ok) != (failure == nullptr))
-      import_fail(where + ".tiletune_outcome",
-                  failure
-                      ? "is ok, but the entry is a Kernel Tuner " + std::string(failure->name)
-                      : "is " + std::string(to_string(*tiletune_outcome)) + ", but the entry is no failure");
-  }
-  if (const json* r = find(value, "tiletune_reason")) {
-    if (!r->is_string()) import_fail(where + ".tiletune_reason", "must be a string, got " + got(*r));
-    e.reason = r->get<std::string>();
-  }
+  for (const auto& [k, v] : value.items())
+    if (const FailureName* failure = failure_named(v)) return failure;
+  return nullptr;
+}
 
-  if (failure != nullptr) {
-    e.outcome = tiletune_outcome.value_or(failure->outcome);
-    if (e.reason.empty()) e.reason = std::string("Kernel Tuner: ") + failure->name;
-  } else {
-    const json* time = find(value, "time");
-    if (time == nullptr) import_fail(where + ".time", "is missing");
-    if (!time->is_number())
-      import_fail(where + ".time",
-                  "must be a number or one of Kernel Tuner's failure names, got " + got(*time));
-    if (!std::isfinite(time->get<double>()) || time->get<double>() <= 0)
-      import_fail(where + ".time", "must be a positive time in ms, got " + got(*time));
-    e.time_ms = time->get<double>();
-  }
+// The outcome a tiletune export wrote beside Kernel Tuner's failure name, so that it comes back as it was.
+std::optional<Outcome> tiletune_outcome(const json& value, const std::string& where,
+                                        const FailureName* failure) {
+  const json* o = find(value, "tiletune_outcome");
+  if (o == nullptr) return std::nullopt;
+  const std::optional<Outcome> outcome =
+      o->is_string() ? outcome_from_string(o->get<std::string>()) : std::nullopt;
+  if (!outcome) import_fail(where + ".tiletune_outcome", "is not an outcome name, got " + got(*o));
+  if ((*outcome == Outcome::ok) != (failure == nullptr))
+    import_fail(where + ".tiletune_outcome",
+                failure ? "is ok, but the entry is a Kernel Tuner " + std::string(failure->name)
+                        : "is " + std::string(to_string(*outcome)) + ", but the entry is no failure");
+  return outcome;
+}
+
+// An entry that did not fail has a positive "time".
+double entry_time(const json& value, const std::string& where) {
+  const json* time = find(value, "time");
+  if (time == nullptr) import_fail(where + ".time", "is missing");
+  if (!time->is_number())
+    import_fail(where + ".time",
+                "must be a number or one of Kernel Tuner's failure names, got " + got(*time));
+  if (!std::isfinite(time->get<double>()) || time->get<double>() <= 0)
+    import_fail(where + ".time", "must be a positive time in ms, got " + got(*time));
+  return time->get<double>();
+}
+
+// "times": every run's time, none faster than "time".
+void read_entry_times(KernelTunerEntry& e, const json& value, const std::string& where) {
   if (const json* times = find(value, "times"); times != nullptr && !times->is_null()) {
     if (!times->is_array())
       import_fail(where + ".times", "must be a list of times in ms, got " + got(*times));
@@ -295,6 +316,10 @@ KernelTunerEntry read_entry(const std::string& key, const json& value,
       import_fail(where + ".times", "has no run as fast as time (fastest " + rows::number_text(fastest) +
                                         " ms, time " + rows::number_text(*e.time_ms) + " ms)");
   }
+}
+
+// The compile and measure times, and when it was measured.
+void read_entry_timings(KernelTunerEntry& e, const json& value, const std::string& where) {
   e.compile_ms = optional_time(value, "compile_time", where);
   const auto verification = optional_time(value, "verification_time", where);
   const auto benchmark = optional_time(value, "benchmark_time", where);
@@ -306,6 +331,30 @@ KernelTunerEntry read_entry(const std::string& key, const json& value,
                   "must be a UTC time like 2024-05-01 12:34:56.789012+00:00, got " + got(*stamp));
     e.measured_at = *iso;
   }
+}
+
+KernelTunerEntry read_entry(const std::string& key, const json& value,
+                            const std::vector<std::string>& names) {
+  const std::string where = entry_where(key);
+  if (!value.is_object()) import_fail(where, "must be an object, got " + got(value));
+  KernelTunerEntry e;
+  e.key = key;
+  read_entry_params(e, value, names, where);
+  const FailureName* failure = entry_failure(value, where);
+  // What a tiletune export adds, so that its outcomes and reasons come back as they were.
+  const std::optional<Outcome> outcome = tiletune_outcome(value, where, failure);
+  if (const json* r = find(value, "tiletune_reason")) {
+    if (!r->is_string()) import_fail(where + ".tiletune_reason", "must be a string, got " + got(*r));
+    e.reason = r->get<std::string>();
+  }
+  if (failure != nullptr) {
+    e.outcome = outcome.value_or(failure->outcome);
+    if (e.reason.empty()) e.reason = std::string("Kernel Tuner: ") + failure->name;
+  } else {
+    e.time_ms = entry_time(value, where);
+  }
+  read_entry_times(e, value, where);
+  read_entry_timings(e, value, where);
   return e;
 }
 
@@ -340,6 +389,45 @@ std::optional<std::vector<std::int64_t>> read_problem_size(const json& doc) {
   return dims;
 }
 
+// tune_params_keys: the parameter names, in the order an entry's key lists their values.
+std::vector<std::string> read_param_keys(const json& doc) {
+  const json* keys = find(doc, "tune_params_keys");
+  if (keys == nullptr) import_fail("tune_params_keys", "is missing: not a Kernel Tuner cache file");
+  if (!keys->is_array() || keys->empty())
+    import_fail("tune_params_keys", "must be a non-empty list of parameter names, got " + got(*keys));
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < keys->size(); ++i) {
+    const json& k = (*keys)[i];
+    const std::string where = "tune_params_keys[" + std::to_string(i) + "]";
+    if (!k.is_string() || k.get_ref<const std::string&>().empty())
+      import_fail(where, "must be a parameter name, got " + got(k));
+    if (!seen.insert(k.get<std::string>()).second) import_fail(where, "repeats " + got(k));
+    names.push_back(k.get<std::string>());
+  }
+  return names;
+}
+
+// What a tiletune export writes in its header: the problem's arguments and the device's uuid.
+void read_tiletune_header(const json& doc, KernelTunerCache& cache) {
+  const json* extra = find(doc, "tiletune");
+  if (extra == nullptr || extra->is_null()) return;
+  if (!extra->is_object()) import_fail("tiletune", "must be an object, got " + got(*extra));
+  if (const json* args = find(*extra, "args"); args != nullptr && !args->is_null()) {
+    if (!args->is_string()) import_fail("tiletune.args", "must be a string, got " + got(*args));
+    try {
+      (void)parse_args_text(args->get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      import_fail("tiletune.args", e.what());
+    }
+    cache.problem_args = args->get<std::string>();
+  }
+  if (const json* uuid = find(*extra, "device_uuid"); uuid != nullptr && !uuid->is_null()) {
+    if (!uuid->is_string()) import_fail("tiletune.device_uuid", "must be a string, got " + got(*uuid));
+    cache.device_uuid = uuid->get<std::string>();
+  }
+}
+
 }  // namespace
 
 KernelTunerCache read_kernel_tuner_cache(const std::string& text) {
@@ -351,39 +439,10 @@ KernelTunerCache read_kernel_tuner_cache(const std::string& text) {
   cache.kernel_name = text_field(doc, "kernel_name", false);
   cache.objective = text_field(doc, "objective", false);
   cache.problem_size = read_problem_size(doc);
-
-  const json* keys = find(doc, "tune_params_keys");
-  if (keys == nullptr) import_fail("tune_params_keys", "is missing: not a Kernel Tuner cache file");
-  if (!keys->is_array() || keys->empty())
-    import_fail("tune_params_keys", "must be a non-empty list of parameter names, got " + got(*keys));
-  std::set<std::string> seen;
-  for (std::size_t i = 0; i < keys->size(); ++i) {
-    const json& k = (*keys)[i];
-    const std::string where = "tune_params_keys[" + std::to_string(i) + "]";
-    if (!k.is_string() || k.get_ref<const std::string&>().empty())
-      import_fail(where, "must be a parameter name, got " + got(k));
-    if (!seen.insert(k.get<std::string>()).second) import_fail(where, "repeats " + got(k));
-    cache.param_keys.push_back(k.get<std::string>());
-  }
+  cache.param_keys = read_param_keys(doc);
   if (const json* params = find(doc, "tune_params"); params != nullptr && !params->is_object())
     import_fail("tune_params", "must be an object of NAME: [values], got " + got(*params));
-
-  if (const json* extra = find(doc, "tiletune"); extra != nullptr && !extra->is_null()) {
-    if (!extra->is_object()) import_fail("tiletune", "must be an object, got " + got(*extra));
-    if (const json* args = find(*extra, "args"); args != nullptr && !args->is_null()) {
-      if (!args->is_string()) import_fail("tiletune.args", "must be a string, got " + got(*args));
-      try {
-        (void)parse_args_text(args->get<std::string>());
-      } catch (const std::invalid_argument& e) {
-        import_fail("tiletune.args", e.what());
-      }
-      cache.problem_args = args->get<std::string>();
-    }
-    if (const json* uuid = find(*extra, "device_uuid"); uuid != nullptr && !uuid->is_null()) {
-      if (!uuid->is_string()) import_fail("tiletune.device_uuid", "must be a string, got " + got(*uuid));
-      cache.device_uuid = uuid->get<std::string>();
-    }
-  }
+  read_tiletune_header(doc, cache);
 
   const json* entries = find(doc, "cache");
   if (entries == nullptr) import_fail("cache", "is missing: not a Kernel Tuner cache file");
@@ -413,10 +472,11 @@ KernelTunerEntry checked_against_plan(const KernelTunerEntry& cached, const Kern
   return e;
 }
 
-}  // namespace
+using FamilyValues = std::map<std::string, const std::vector<std::int64_t>*>;
 
-std::string kernel_tuner_import_document(const KernelTunerCache& cache, const KernelTunerTarget& target) {
-  std::map<std::string, const std::vector<std::int64_t>*> values;
+// The cache's parameters are the family's, every one of them; returns each one's values in the family.
+FamilyValues family_values(const KernelTunerCache& cache, const KernelTunerTarget& target) {
+  FamilyValues values;
   std::vector<std::string> family_names;
   for (const auto& [name, list] : target.parameters) {
     values[name] = &list;
@@ -430,86 +490,114 @@ std::string kernel_tuner_import_document(const KernelTunerCache& cache, const Ke
   for (const auto& name : family_names)
     if (std::find(cache.param_keys.begin(), cache.param_keys.end(), name) == cache.param_keys.end())
       import_fail("tune_params_keys", "lacks " + target.family + "'s parameter " + name);
+  return values;
+}
 
-  json results = json::array();
+// An entry's params as the export document writes them; each value must be one of the family's.
+json entry_params(const KernelTunerEntry& cached, const FamilyValues& values, const std::string& family) {
+  json params = json::object();
+  for (const auto& [name, value] : cached.params) {
+    const auto& list = *values.at(name);
+    if (std::find(list.begin(), list.end(), value) == list.end()) {
+      std::string allowed;
+      for (const auto v : list) append_item(allowed, ", ", std::to_string(v));
+      import_fail(entry_where(cached.key) + "." + name,
+                  "= " + std::to_string(value) + " is not one of " + family + "'s values (" + allowed + ")");
+    }
+    params[name] = value;
+  }
+  return params;
+}
+
+// One result of the export document.
+json result_of(const KernelTunerEntry& e, json params, const KernelTunerTarget& target) {
+  json r{{"params", std::move(params)},
+         {"outcome", to_string(e.outcome)},
+         {"reason", e.reason},
+         {"repetitions", 0},
+         {"times_ms", e.times_ms}};
+  if (e.time_ms) {
+    r["median_ms"] = *e.time_ms;
+    r["repetitions"] = e.times_ms.empty() ? 1 : static_cast<int>(e.times_ms.size());
+    if (!e.times_ms.empty()) {
+      r["min_ms"] = *std::min_element(e.times_ms.begin(), e.times_ms.end());
+      r["spread"] = spread_of(e.times_ms);
+    }
+    if (target.work && *target.work >= 0) {
+      const double metric = *target.work / (*e.time_ms * 1e-3) / 1e9;
+      if (std::isfinite(metric)) {
+        r["metric"] = metric;
+        r["metric_unit"] = target.metric_unit;
+      }
+    }
+  }
+  if (e.compile_ms) r["compile_ms"] = *e.compile_ms;
+  if (e.measure_ms) r["measure_ms"] = *e.measure_ms;
+  if (!e.measured_at.empty()) r["measured_at"] = e.measured_at;
+  return r;
+}
+
+// The earliest and the latest of the times the entries were measured at; both now when none has one.
+std::pair<std::string, std::string> measured_span(const std::vector<KernelTunerEntry>& entries) {
   std::string first, last;
-  for (const KernelTunerEntry& cached : cache.entries) {
-    json params = json::object();
-    for (const auto& [name, value] : cached.params) {
-      const auto& list = *values.at(name);
-      if (std::find(list.begin(), list.end(), value) == list.end()) {
-        std::string allowed;
-        for (const auto v : list) append_item(allowed, ", ", std::to_string(v));
-        import_fail(entry_where(cached.key) + "." + name, "= " + std::to_string(value) + " is not one of " +
-                                                              target.family + "'s values (" + allowed + ")");
-      }
-      params[name] = value;
-    }
-    const KernelTunerEntry e = checked_against_plan(cached, target);
-    json r{{"params", std::move(params)},
-           {"outcome", to_string(e.outcome)},
-           {"reason", e.reason},
-           {"repetitions", 0},
-           {"times_ms", e.times_ms}};
-    if (e.time_ms) {
-      r["median_ms"] = *e.time_ms;
-      r["repetitions"] = e.times_ms.empty() ? 1 : static_cast<int>(e.times_ms.size());
-      if (!e.times_ms.empty()) {
-        r["min_ms"] = *std::min_element(e.times_ms.begin(), e.times_ms.end());
-        r["spread"] = spread_of(e.times_ms);
-      }
-      if (target.work && *target.work >= 0) {
-        const double metric = *target.work / (*e.time_ms * 1e-3) / 1e9;
-        if (std::isfinite(metric)) {
-          r["metric"] = metric;
-          r["metric_unit"] = target.metric_unit;
-        }
-      }
-    }
-    if (e.compile_ms) r["compile_ms"] = *e.compile_ms;
-    if (e.measure_ms) r["measure_ms"] = *e.measure_ms;
-    if (!e.measured_at.empty()) {
-      r["measured_at"] = e.measured_at;
-      if (first.empty() || e.measured_at < first) first = e.measured_at;
-      if (last.empty() || e.measured_at > last) last = e.measured_at;
-    }
-    results.push_back(std::move(r));
+  for (const KernelTunerEntry& e : entries) {
+    if (e.measured_at.empty()) continue;
+    if (first.empty() || e.measured_at < first) first = e.measured_at;
+    if (last.empty() || e.measured_at > last) last = e.measured_at;
   }
   if (first.empty()) first = last = sql::utc_now_iso8601();
+  return {first, last};
+}
 
-  const auto object = [](const std::string& text) {
-    try {
-      json j = json::parse(text);
-      if (j.is_object()) return j;
-    } catch (const json::exception&) {
-    }
-    return json::object();
-  };
+json object_or_empty(const std::string& text) {
+  try {
+    json j = json::parse(text);
+    if (j.is_object()) return j;
+  } catch (const json::exception&) {
+  }
+  return json::object();
+}
+
+// The sweep of the export document, its uid hashed from the cache's content and the target.
+json sweep_of(const KernelTunerCache& cache, const KernelTunerTarget& target, json results,
+              const std::pair<std::string, std::string>& span) {
   const std::string uid =
       hash128(cache.content_hash + '\0' + target.family + '\0' + target.template_hash + '\0' +
               target.device.uuid + '\0' + target.problem.size_text() + '\0' + target.problem.args_text());
-  json sweep{{"uid", uid},
-             {"device",
-              {{"name", target.device.name},
-               {"uuid", target.device.uuid},
-               {"arch", target.device.arch},
-               {"sm_count", target.device.sm_count},
-               {"is_profile", target.device.is_profile},
-               {"properties", object(target.device.properties_json)}}},
-             {"family",
-              {{"name", target.family},
-               {"template_hash", target.template_hash},
-               {"description", object(target.description_json)}}},
-             {"problem", {{"size", target.problem.size_text()}, {"args", target.problem.args_text()}}},
-             {"space_hash", target.space_hash},
-             {"kind", "sweep"},
-             {"strategy", "kernel_tuner"},
-             {"status", "done"},
-             {"started_at", first},
-             {"ended_at", last},
-             {"tiletune_version", ""},
-             {"git_sha", ""},
-             {"results", std::move(results)}};
+  return json{{"uid", uid},
+              {"device",
+               {{"name", target.device.name},
+                {"uuid", target.device.uuid},
+                {"arch", target.device.arch},
+                {"sm_count", target.device.sm_count},
+                {"is_profile", target.device.is_profile},
+                {"properties", object_or_empty(target.device.properties_json)}}},
+              {"family",
+               {{"name", target.family},
+                {"template_hash", target.template_hash},
+                {"description", object_or_empty(target.description_json)}}},
+              {"problem", {{"size", target.problem.size_text()}, {"args", target.problem.args_text()}}},
+              {"space_hash", target.space_hash},
+              {"kind", "sweep"},
+              {"strategy", "kernel_tuner"},
+              {"status", "done"},
+              {"started_at", span.first},
+              {"ended_at", span.second},
+              {"tiletune_version", ""},
+              {"git_sha", ""},
+              {"results", std::move(results)}};
+}
+
+}  // namespace
+
+std::string kernel_tuner_import_document(const KernelTunerCache& cache, const KernelTunerTarget& target) {
+  const FamilyValues values = family_values(cache, target);
+  json results = json::array();
+  for (const KernelTunerEntry& cached : cache.entries) {
+    json params = entry_params(cached, values, target.family);
+    results.push_back(result_of(checked_against_plan(cached, target), std::move(params), target));
+  }
+  json sweep = sweep_of(cache, target, std::move(results), measured_span(cache.entries));
   const json doc{{"format", "tiletune-export"},
                  {"schema_version", Store::schema_version},
                  {"tiletune", {{"version", TILETUNE_VERSION}, {"git_sha", TILETUNE_GIT_SHA}}},
@@ -518,25 +606,25 @@ std::string kernel_tuner_import_document(const KernelTunerCache& cache, const Ke
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string export_kernel_tuner(const Store& store, std::int64_t sweep_id) {
-  const auto fail = [&](const std::string& why) {
-    throw StoreError("export: sweep " + std::to_string(sweep_id) + " " + why);
-  };
-  const std::optional<SweepInfo> sweep = store.sweep(sweep_id);
-  if (!sweep) fail("is not in the database");
-  if (sweep->kind != "sweep")
-    fail("is a " + sweep->kind + ": nothing in it was measured, and a Kernel Tuner cache holds measurements");
-  const std::vector<StoredResult> results = store.results(sweep_id);
-  if (results.empty()) fail("has no results");
+namespace {
 
-  // The family as it was swept: its parameters' value lists, else the values the results hold.
-  json description;
+using TuneParams = std::map<std::string, std::vector<std::int64_t>>;
+
+[[noreturn]] void export_fail(std::int64_t sweep_id, const std::string& why) {
+  throw StoreError("export: sweep " + std::to_string(sweep_id) + " " + why);
+}
+
+json stored_description(const Store& store, const SweepInfo& sweep) {
   try {
-    description = json::parse(store.family_description(sweep->family, sweep->template_hash));
+    return json::parse(store.family_description(sweep.family, sweep.template_hash));
   } catch (const json::exception&) {
-    description = json::object();
+    return json::object();
   }
-  std::map<std::string, std::vector<std::int64_t>> tune_params;
+}
+
+// The family as it was swept: its parameters' value lists, else the values the results hold.
+TuneParams tune_params_of(const json& description, const std::vector<StoredResult>& results) {
+  TuneParams tune_params;
   if (const json* params = description.is_object() ? find(description, "parameters") : nullptr;
       params != nullptr && params->is_object()) {
     for (const auto& [name, spec] : params->items()) {
@@ -545,73 +633,108 @@ std::string export_kernel_tuner(const Store& store, std::int64_t sweep_id) {
         for (const json& x : *v)
           if (x.is_number_integer()) list.push_back(x.get<std::int64_t>());
     }
-  } else {
-    for (const auto& r : results)
-      for (const auto& [name, value] : r.record.params) tune_params[name].push_back(value);
-    for (auto& [name, list] : tune_params) {
-      std::sort(list.begin(), list.end());
-      list.erase(std::unique(list.begin(), list.end()), list.end());
-    }
+    return tune_params;
   }
-  std::vector<std::string> keys;
-  for (const auto& [name, list] : tune_params) keys.push_back(name);
-  std::string kernel = sweep->family;
+  for (const auto& r : results)
+    for (const auto& [name, value] : r.record.params) tune_params[name].push_back(value);
+  for (auto& [name, list] : tune_params) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return tune_params;
+}
+
+std::string header_line(const char* key, const json& value) {
+  return json(key).dump() + ": " + value.dump(-1, ' ', false, json::error_handler_t::replace) + ",\n";
+}
+
+// The header of the cache file, "{" and a line for each field before "cache".
+std::string cache_header(const SweepInfo& sweep, const json& description, const TuneParams& tune_params,
+                         const std::vector<std::string>& keys) {
+  std::string kernel = sweep.family;
   if (const json* k = description.is_object() ? find(description, "kernel") : nullptr; k && k->is_string())
     kernel = k->get<std::string>();
+  const json problem_size =
+      sweep.problem.dims.size() == 1 ? json(sweep.problem.dims.front()) : json(sweep.problem.dims);
+  std::string out = "{\n";
+  out += header_line("device_name", sweep.device.name);
+  out += header_line("kernel_name", kernel);
+  out += header_line("problem_size", problem_size);
+  out += header_line("tune_params_keys", keys);
+  out += header_line("tune_params", tune_params);
+  out += header_line("objective", "time");
+  out += header_line("tiletune", json{{"family", sweep.family},
+                                      {"template_hash", sweep.template_hash},
+                                      {"size", sweep.problem.size_text()},
+                                      {"args", sweep.problem.args_text()},
+                                      {"device_uuid", sweep.device.uuid},
+                                      {"sweep_uid", sweep.uid}});
+  return out;
+}
 
-  json problem_size =
-      sweep->problem.dims.size() == 1 ? json(sweep->problem.dims.front()) : json(sweep->problem.dims);
-  const auto line = [](const char* key, const json& value) {
-    return json(key).dump() + ": " + value.dump(-1, ' ', false, json::error_handler_t::replace) + ",\n";
-  };
+// A failure as Kernel Tuner names it, with what Kernel Tuner has no name for beside it.
+void write_failure(nlohmann::ordered_json& entry, const ResultRecord& r) {
+  entry["__error__"] = failure_for(r.outcome);
+  // Outcomes Kernel Tuner has no name for (launch_failed, timeout, wrong_result) are kept beside it.
+  if (r.outcome != Outcome::pruned && r.outcome != Outcome::compile_failed &&
+      r.outcome != Outcome::runtime_failed)
+    entry["tiletune_outcome"] = to_string(r.outcome);
+  if (!r.reason.empty()) entry["tiletune_reason"] = r.reason;
+}
+
+// One line of the cache, "\"16,2\": {...}", its fields in the order Kernel Tuner writes them.
+std::string cache_entry(const StoredResult& stored, const std::vector<std::string>& keys,
+                        std::int64_t sweep_id) {
+  const ResultRecord& r = stored.record;
+  nlohmann::ordered_json entry;
+  std::string key;
+  for (const auto& name : keys) {
+    const auto it = r.params.find(name);
+    if (it == r.params.end() || r.params.size() != keys.size())
+      export_fail(sweep_id,
+                  "mixes parameter sets (" + params_to_text(r.params) + "): a Kernel Tuner cache has one");
+    entry[name] = it->second;
+    append_item(key, ",", std::to_string(it->second));
+  }
+  if (r.outcome == Outcome::ok) {
+    if (!r.median_ms)
+      export_fail(sweep_id, "has an ok result without a time (" + params_to_text(r.params) + ")");
+    entry["time"] = *r.median_ms;
+  } else {
+    write_failure(entry, r);
+  }
+  if (!r.times_ms.empty()) entry["times"] = r.times_ms;
+  if (r.metric && r.outcome == Outcome::ok && !r.metric_unit.empty()) entry[r.metric_unit] = *r.metric;
+  if (r.compile_ms) entry["compile_time"] = *r.compile_ms;
+  if (r.measure_ms) {
+    entry["verification_time"] = 0;
+    entry["benchmark_time"] = *r.measure_ms;
+  }
+  if (const auto stamp = python_time(stored.measured_at)) entry["timestamp"] = *stamp;
+  return json(key).dump() + ": " + entry.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string export_kernel_tuner(const Store& store, std::int64_t sweep_id) {
+  const std::optional<SweepInfo> sweep = store.sweep(sweep_id);
+  if (!sweep) export_fail(sweep_id, "is not in the database");
+  if (sweep->kind != "sweep")
+    export_fail(sweep_id, "is a " + sweep->kind +
+                              ": nothing in it was measured, and a Kernel Tuner cache holds measurements");
+  const std::vector<StoredResult> results = store.results(sweep_id);
+  if (results.empty()) export_fail(sweep_id, "has no results");
+
+  const json description = stored_description(store, *sweep);
+  const TuneParams tune_params = tune_params_of(description, results);
+  std::vector<std::string> keys;
+  for (const auto& [name, list] : tune_params) keys.push_back(name);
   // Laid out as Kernel Tuner writes it, so that Kernel Tuner can go on appending to it: the header, then one
   // entry per line, and the file ends with "}\n}".
-  std::string out = "{\n";
-  out += line("device_name", sweep->device.name);
-  out += line("kernel_name", kernel);
-  out += line("problem_size", problem_size);
-  out += line("tune_params_keys", keys);
-  out += line("tune_params", tune_params);
-  out += line("objective", "time");
-  out += line("tiletune", json{{"family", sweep->family},
-                               {"template_hash", sweep->template_hash},
-                               {"size", sweep->problem.size_text()},
-                               {"args", sweep->problem.args_text()},
-                               {"device_uuid", sweep->device.uuid},
-                               {"sweep_uid", sweep->uid}});
-  out += "\"cache\": {";
+  std::string out = cache_header(*sweep, description, tune_params, keys) + "\"cache\": {";
   const char* separator = "\n";
   for (const StoredResult& stored : results) {
-    const ResultRecord& r = stored.record;
-    nlohmann::ordered_json entry;
-    std::string key;
-    for (const auto& name : keys) {
-      const auto it = r.params.find(name);
-      if (it == r.params.end() || r.params.size() != keys.size())
-        fail("mixes parameter sets (" + params_to_text(r.params) + "): a Kernel Tuner cache has one");
-      entry[name] = it->second;
-      append_item(key, ",", std::to_string(it->second));
-    }
-    if (r.outcome == Outcome::ok) {
-      if (!r.median_ms) fail("has an ok result without a time (" + params_to_text(r.params) + ")");
-      entry["time"] = *r.median_ms;
-    } else {
-      entry["__error__"] = failure_for(r.outcome);
-      // Outcomes Kernel Tuner has no name for (launch_failed, timeout, wrong_result) are kept beside it.
-      if (r.outcome != Outcome::pruned && r.outcome != Outcome::compile_failed &&
-          r.outcome != Outcome::runtime_failed)
-        entry["tiletune_outcome"] = to_string(r.outcome);
-      if (!r.reason.empty()) entry["tiletune_reason"] = r.reason;
-    }
-    if (!r.times_ms.empty()) entry["times"] = r.times_ms;
-    if (r.metric && r.outcome == Outcome::ok && !r.metric_unit.empty()) entry[r.metric_unit] = *r.metric;
-    if (r.compile_ms) entry["compile_time"] = *r.compile_ms;
-    if (r.measure_ms) {
-      entry["verification_time"] = 0;
-      entry["benchmark_time"] = *r.measure_ms;
-    }
-    if (const auto stamp = python_time(stored.measured_at)) entry["timestamp"] = *stamp;
-    out += separator + json(key).dump() + ": " + entry.dump(-1, ' ', false, json::error_handler_t::replace);
+    out += separator + cache_entry(stored, keys, sweep_id);
     separator = ",\n";
   }
   return out + "}\n}\n";
