@@ -520,6 +520,80 @@ struct ReadCsv {
   std::vector<std::string> places;  // "line 3 (sweep 'UID')" for each sweep
 };
 
+// A data row has as many fields as the header, and is not one row more than a CSV import reads.
+void check_data_row(const std::vector<Field>& fields, std::size_t columns, std::size_t rows_read,
+                    std::size_t max_rows) {
+  const std::size_t line = fields.front().line;
+  if (fields.size() == 1 && fields.front().text.empty())
+    import_fail("line " + std::to_string(line), "is empty");
+  if (fields.size() != columns)
+    import_fail("line " + std::to_string(line),
+                "has " + std::to_string(fields.size()) + " fields, the header " + std::to_string(columns));
+  if (rows_read > max_rows)
+    import_fail("line " + std::to_string(line),
+                "is one row more than the " + std::to_string(max_rows) + " a CSV import reads");
+}
+
+// What the first row of a sweep says, as later rows of it are held to.
+SweepRows first_sweep_row(const Row& row, const ImportedSweep& sweep, std::size_t index) {
+  SweepRows first;
+  first.index = index;
+  for (std::size_t c = 0; c < col::count; ++c) {
+    if (is_result_column(c)) continue;
+    first.lines[c] = row.line(c);
+    if (!is_json_column(c) && held_as_written(sweep, c) == nullptr) first.written[c] = row.text(c);
+  }
+  first.objects_given = {!row.text(col::device_properties).empty(),
+                         !row.text(col::family_description).empty()};
+  return first;
+}
+
+// The sweep columns: read on the sweep's first row, the same on every other. Returns the sweep's rows so far.
+SweepRows& sweep_of_row(const Row& row, ReadCsv& read, std::map<std::string, SweepRows>& by_uid,
+                        std::size_t max_sweeps) {
+  const std::string& uid = row.text(col::sweep_uid);
+  if (const auto found = by_uid.find(uid); found != by_uid.end()) {
+    check_same_sweep(row, read.sweeps[found->second.index], found->second);
+    return found->second;
+  }
+  const std::size_t line = row.line();
+  if (read.sweeps.size() == max_sweeps)
+    import_fail("line " + std::to_string(line),
+                "starts one sweep more than the " + std::to_string(max_sweeps) + " a CSV import reads");
+  read.sweeps.push_back(read_sweep(row));
+  read.places.push_back("line " + std::to_string(line) + " (sweep " + in_quotes(uid) + ")");
+  return by_uid.emplace(uid, first_sweep_row(row, read.sweeps.back(), read.sweeps.size() - 1)).first->second;
+}
+
+// A row without an outcome stands for a sweep without results: no result column set, and the sweep's only
+// row.
+void read_row_without_results(const Row& row, SweepRows& seen) {
+  for (std::size_t c = col::params; c <= col::times_ms; ++c)
+    if (!row.text(c).empty())
+      row.fail(c, "is set on a row without an outcome (such a row stands for a sweep without results)");
+  if (seen.with_results != 0)
+    row.fail(col::outcome, "is empty, but the sweep has results (line " + std::to_string(seen.with_results) +
+                               "): only a sweep without results has a row without an outcome");
+  if (seen.without_results != 0)
+    row.fail(col::outcome, "is empty, as on line " + std::to_string(seen.without_results) +
+                               ": a sweep without results has one such row");
+  seen.without_results = row.line();
+}
+
+// A row with an outcome: one result of the sweep, its params not those of another.
+void read_result_row(const Row& row, ImportedSweep& sweep, SweepRows& seen) {
+  const std::size_t line = row.line();
+  if (seen.without_results != 0)
+    row.fail(col::outcome, "is set, but line " + std::to_string(seen.without_results) +
+                               " says the sweep has no results (its outcome is empty)");
+  if (seen.with_results == 0) seen.with_results = line;
+  sweep.results.push_back(read_result(row, sweep));
+  const auto [it, added] =
+      seen.params_lines.emplace(params_to_text(sweep.results.back().record.params), line);
+  if (!added)
+    row.fail(col::params, "repeats the params of line " + std::to_string(it->second) + " of the same sweep");
+}
+
 ReadCsv read_csv(const std::string& text, const CsvImportLimits& limits) {
   if (text.size() > limits.max_bytes)
     throw StoreError("import: the text is " + std::to_string(text.size()) + " bytes, more than the " +
@@ -537,70 +611,15 @@ ReadCsv read_csv(const std::string& text, const CsvImportLimits& limits) {
   std::map<std::string, SweepRows> by_uid;
   std::size_t rows_read = 0;
   while (reader.next(fields, columns)) {
-    const std::size_t line = fields.front().line;
-    if (fields.size() == 1 && fields.front().text.empty())
-      import_fail("line " + std::to_string(line), "is empty");
-    if (fields.size() != columns)
-      import_fail("line " + std::to_string(line),
-                  "has " + std::to_string(fields.size()) + " fields, the header " + std::to_string(columns));
-    if (++rows_read > limits.max_rows)
-      import_fail("line " + std::to_string(line),
-                  "is one row more than the " + std::to_string(limits.max_rows) + " a CSV import reads");
+    check_data_row(fields, columns, ++rows_read, limits.max_rows);
     const Row row(reader, fields, position);
-    const std::string& uid = row.text(col::sweep_uid);
-    if (uid.empty()) row.fail(col::sweep_uid, "is empty");
-
-    // The sweep columns: read on the sweep's first row, the same on every other.
-    auto found = by_uid.find(uid);
-    if (found == by_uid.end()) {
-      if (read.sweeps.size() == limits.max_sweeps)
-        import_fail(
-            "line " + std::to_string(line),
-            "starts one sweep more than the " + std::to_string(limits.max_sweeps) + " a CSV import reads");
-      read.sweeps.push_back(read_sweep(row));
-      read.places.push_back("line " + std::to_string(line) + " (sweep " + in_quotes(uid) + ")");
-      found = by_uid.emplace(uid, SweepRows()).first;
-      SweepRows& added = found->second;
-      added.index = read.sweeps.size() - 1;
-      for (std::size_t c = 0; c < col::count; ++c) {
-        if (is_result_column(c)) continue;
-        added.lines[c] = row.line(c);
-        if (!is_json_column(c) && held_as_written(read.sweeps.back(), c) == nullptr)
-          added.written[c] = row.text(c);
-      }
-      added.objects_given = {!row.text(col::device_properties).empty(),
-                             !row.text(col::family_description).empty()};
-    } else {
-      check_same_sweep(row, read.sweeps[found->second.index], found->second);
-    }
-    SweepRows& seen = found->second;
-    ImportedSweep& sweep = read.sweeps[seen.index];
-
+    if (row.text(col::sweep_uid).empty()) row.fail(col::sweep_uid, "is empty");
+    SweepRows& seen = sweep_of_row(row, read, by_uid, limits.max_sweeps);
     // The result columns: one result, or none at all for a sweep without results.
-    if (row.text(col::outcome).empty()) {
-      for (std::size_t c = col::params; c <= col::times_ms; ++c)
-        if (!row.text(c).empty())
-          row.fail(c, "is set on a row without an outcome (such a row stands for a sweep without results)");
-      if (seen.with_results != 0)
-        row.fail(col::outcome, "is empty, but the sweep has results (line " +
-                                   std::to_string(seen.with_results) +
-                                   "): only a sweep without results has a row without an outcome");
-      if (seen.without_results != 0)
-        row.fail(col::outcome, "is empty, as on line " + std::to_string(seen.without_results) +
-                                   ": a sweep without results has one such row");
-      seen.without_results = line;
-      continue;
-    }
-    if (seen.without_results != 0)
-      row.fail(col::outcome, "is set, but line " + std::to_string(seen.without_results) +
-                                 " says the sweep has no results (its outcome is empty)");
-    if (seen.with_results == 0) seen.with_results = line;
-    sweep.results.push_back(read_result(row, sweep));
-    const auto [it, added] =
-        seen.params_lines.emplace(params_to_text(sweep.results.back().record.params), line);
-    if (!added)
-      row.fail(col::params,
-               "repeats the params of line " + std::to_string(it->second) + " of the same sweep");
+    if (row.text(col::outcome).empty())
+      read_row_without_results(row, seen);
+    else
+      read_result_row(row, read.sweeps[seen.index], seen);
   }
   return read;
 }
