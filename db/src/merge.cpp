@@ -330,6 +330,101 @@ void restore_new_output(const fs::path& output, bool existed) {
     fs::remove(output, ec);
 }
 
+// An input that does not open, or whose pages are not sound, named once.
+std::string input_refused(const fs::path& input, const std::string& why) {
+  return sql::one_line(
+      "merge: " + (why.find(input.string()) == std::string::npos ? input.string() + ": " + why : why) +
+      " (nothing written)");
+}
+
+// The input a sweep is read from, and its counts.
+struct Source {
+  const sql::Db& in;
+  const std::string& input;  // the path as given
+  Store::MergeCounts& counts;
+};
+
+// The sweeps of every input into one output, remembering which input each added sweep came from.
+class Merger {
+ public:
+  Merger(const sql::Db& out, std::ostream& report, const ImportPlanCheck& check)
+      : out_(out), report_(report), check_(check) {}
+
+  // Every sweep of one input: added, skipped, or reported as a conflict.
+  void merge_input(const Source& from) {
+    const ReadSnapshot snapshot(from.in);
+    for (const SweepInfo& s : rows::sweeps_for_export(from.in, "", "")) {
+      try {
+        merge_sweep(from, s);
+      } catch (const StoreError& e) {
+        throw StoreError(describe(s) + ": " + without_import_prefix(e.what()));
+      } catch (const std::invalid_argument& e) {
+        throw StoreError(describe(s) + ": " + e.what());
+      }
+    }
+  }
+
+ private:
+  void conflict(const Source& from, const SweepInfo& s, const std::string& why) {
+    ++from.counts.sweeps_conflicting;
+    report_ << sql::one_line("conflict: " + from.input + ": " + describe(s) + ": " + why) << "\n";
+  }
+
+  void merge_sweep(const Source& from, const SweepInfo& s) {
+    if (const auto kept = stored_sweep(out_, s.uid)) {
+      merge_copies(from, *kept, s);
+      return;
+    }
+    std::string refused;
+    const auto added = copy_sweep(out_, from.in, s, check_, refused);
+    if (!added) {
+      conflict(from, s, refused + "; sweep skipped");
+      return;
+    }
+    merged_from_.emplace(s.uid, from.input);
+    ++from.counts.sweeps_added;
+    from.counts.results_added += *added;
+  }
+
+  // A sweep whose uid the output holds already: skipped when both copies agree, extended when the output's
+  // is an earlier snapshot of it, else kept as it is there.
+  void merge_copies(const Source& from, const StoredSweep& kept, const SweepInfo& s) {
+    const Comparison c = compare(out_, kept, from.in, s, check_);
+    if (!c.disagreement && c.only_kept == 0 && c.only_incoming.empty()) {
+      ++from.counts.sweeps_skipped;
+      return;
+    }
+    const auto found = merged_from_.find(s.uid);
+    const std::string there = found == merged_from_.end() ? "the output" : found->second;
+    const std::string sizes =
+        std::to_string(kept.result_count) + " results there, " + std::to_string(s.result_count) + " here";
+    if (!c.disagreement && c.only_kept == 0) {
+      const std::int64_t added = extend_sweep(out_, kept, from.in, s, c.only_incoming, check_);
+      from.counts.results_added += added;
+      conflict(from, s,
+               "a more complete copy of the sweep in " + there + " (" + sizes +
+                   ", the same where both have a result): added the " + std::to_string(added) +
+                   (added == 1 ? " result" : " results") + " it lacked and took status '" + s.status + "'");
+    } else if (!c.disagreement && c.only_incoming.empty()) {
+      conflict(from, s,
+               "a less complete copy of the sweep in " + there + " (" + sizes +
+                   ", the same where both have a result); kept the more complete copy from " + there);
+    } else {
+      const std::string why = c.disagreement
+                                  ? *c.disagreement
+                                  : sizes + ", each with results the other lacks: " + c.example_only_kept +
+                                        " only there, " + *c.only_incoming.begin() + " only here";
+      conflict(from, s,
+               "the same uid in " + there + " has other content (" + why + "); kept the copy from " + there);
+    }
+  }
+
+  const sql::Db& out_;
+  std::ostream& report_;
+  const ImportPlanCheck& check_;
+  std::map<std::string, std::string> merged_from_;  // uid -> the input it came from in this merge
+};
+
 }  // namespace
 
 Store::MergeSummary Store::merge(const std::vector<fs::path>& inputs, const fs::path& output,
@@ -343,10 +438,7 @@ Store::MergeSummary Store::merge(const std::vector<fs::path>& inputs, const fs::
       const Store store = Store::open(input, Mode::read_only);
       check_pages(store.impl_->db);
     } catch (const StoreError& e) {
-      const std::string why = e.what();
-      throw StoreError(sql::one_line(
-          "merge: " + (why.find(input.string()) == std::string::npos ? input.string() + ": " + why : why) +
-          " (nothing written)"));
+      throw StoreError(input_refused(input, e.what()));
     }
   }
 
@@ -360,67 +452,14 @@ Store::MergeSummary Store::merge(const std::vector<fs::path>& inputs, const fs::
     Store out_store = Store::open(output, Mode::read_write);
     const sql::Db& out = out_store.impl_->db;
     sql::Transaction transaction(out);
-    std::map<std::string, std::string> merged_from;  // uid -> the input it came from in this merge
+    Merger merger(out, report, check);
     for (const fs::path& input : inputs) {
       MergeCounts counts;
       counts.input = input.string();
-      const auto conflict = [&](const SweepInfo& s, const std::string& why) {
-        ++counts.sweeps_conflicting;
-        report << sql::one_line("conflict: " + input.string() + ": " + describe(s) + ": " + why) << "\n";
-      };
       try {
         // Read-only: an input is never written, and an older schema is read as it is.
         const Store opened = Store::open(input, Mode::read_only);
-        const sql::Db& in = opened.impl_->db;
-        const ReadSnapshot snapshot(in);
-        for (const SweepInfo& s : rows::sweeps_for_export(in, "", "")) {
-          try {
-            if (const auto kept = stored_sweep(out, s.uid)) {
-              const Comparison c = compare(out, *kept, in, s, check);
-              if (!c.disagreement && c.only_kept == 0 && c.only_incoming.empty()) {
-                ++counts.sweeps_skipped;
-                continue;
-              }
-              const auto from = merged_from.find(s.uid);
-              const std::string there = from == merged_from.end() ? "the output" : from->second;
-              const std::string sizes = std::to_string(kept->result_count) + " results there, " +
-                                        std::to_string(s.result_count) + " here";
-              if (!c.disagreement && c.only_kept == 0) {
-                const std::int64_t added = extend_sweep(out, *kept, in, s, c.only_incoming, check);
-                counts.results_added += added;
-                conflict(s, "a more complete copy of the sweep in " + there + " (" + sizes +
-                                ", the same where both have a result): added the " + std::to_string(added) +
-                                (added == 1 ? " result" : " results") + " it lacked and took status '" +
-                                s.status + "'");
-              } else if (!c.disagreement && c.only_incoming.empty()) {
-                conflict(s, "a less complete copy of the sweep in " + there + " (" + sizes +
-                                ", the same where both have a result); kept the more complete copy from " +
-                                there);
-              } else {
-                const std::string why =
-                    c.disagreement ? *c.disagreement
-                                   : sizes + ", each with results the other lacks: " + c.example_only_kept +
-                                         " only there, " + *c.only_incoming.begin() + " only here";
-                conflict(s, "the same uid in " + there + " has other content (" + why +
-                                "); kept the copy from " + there);
-              }
-              continue;
-            }
-            std::string refused;
-            const auto added = copy_sweep(out, in, s, check, refused);
-            if (!added) {
-              conflict(s, refused + "; sweep skipped");
-              continue;
-            }
-            merged_from.emplace(s.uid, input.string());
-            ++counts.sweeps_added;
-            counts.results_added += *added;
-          } catch (const StoreError& e) {
-            throw StoreError(describe(s) + ": " + without_import_prefix(e.what()));
-          } catch (const std::invalid_argument& e) {
-            throw StoreError(describe(s) + ": " + e.what());
-          }
-        }
+        merger.merge_input(Source{opened.impl_->db, counts.input, counts});
       } catch (const StoreError& e) {
         throw StoreError("merge: " + input.string() + ": " + e.what());
       } catch (const std::invalid_argument& e) {  // a hand-edited row that does not parse
