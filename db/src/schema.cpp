@@ -11,9 +11,9 @@ static_assert(Store::schema_version == current_version);
 
 namespace {
 
-// Version 1: the tables and indexes that db/SCHEMA.md documents.
-void create_version_1(const sql::Db& db) {
-  db.exec(R"sql(
+// Version 1: the tables and indexes that db/SCHEMA.md documents, each table with its indexes. SQLite keeps
+// every CREATE statement's text in sqlite_master, and existing databases hold this text: do not reformat it.
+constexpr const char* create_devices = R"sql(
 CREATE TABLE devices (
   id              INTEGER PRIMARY KEY,
   name            TEXT NOT NULL,
@@ -25,7 +25,9 @@ CREATE TABLE devices (
 );
 CREATE INDEX devices_by_name ON devices (name);
 CREATE INDEX devices_by_arch ON devices (arch);
+)sql";
 
+constexpr const char* create_families = R"sql(
 CREATE TABLE families (
   id                  INTEGER PRIMARY KEY,
   name                TEXT NOT NULL,
@@ -34,14 +36,18 @@ CREATE TABLE families (
   default_params_text TEXT,
   UNIQUE (name, template_hash)
 );
+)sql";
 
+constexpr const char* create_problems = R"sql(
 CREATE TABLE problems (
   id        INTEGER PRIMARY KEY,
   size_text TEXT NOT NULL,
   args_text TEXT NOT NULL DEFAULT '',
   UNIQUE (size_text, args_text)
 );
+)sql";
 
+constexpr const char* create_sweeps = R"sql(
 CREATE TABLE sweeps (
   id               INTEGER PRIMARY KEY,
   uid              TEXT NOT NULL UNIQUE,
@@ -58,14 +64,18 @@ CREATE TABLE sweeps (
   git_sha          TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX sweeps_by_key ON sweeps (family_id, device_id, problem_id);
+)sql";
 
+constexpr const char* create_configurations = R"sql(
 CREATE TABLE configurations (
   id          INTEGER PRIMARY KEY,
   family_id   INTEGER NOT NULL REFERENCES families (id),
   params_text TEXT NOT NULL,
   UNIQUE (family_id, params_text)
 );
+)sql";
 
+constexpr const char* create_results = R"sql(
 CREATE TABLE results (
   id                INTEGER PRIMARY KEY,
   sweep_id          INTEGER NOT NULL REFERENCES sweeps (id) ON DELETE CASCADE,
@@ -96,7 +106,15 @@ CREATE TABLE results (
 );
 -- The best lookup: per sweep, its fastest ok result is the first entry of this index.
 CREATE INDEX results_ok_by_time ON results (sweep_id, median_ms) WHERE outcome = 'ok';
-)sql");
+)sql";
+
+// In this order: a table's REFERENCES name tables created before it.
+constexpr std::array<const char*, 6> version_1_tables{
+    create_devices, create_families, create_problems, create_sweeps, create_configurations, create_results,
+};
+
+void create_version_1(const sql::Db& db) {
+  for (const char* statements : version_1_tables) db.exec(statements);
 }
 
 // Version 2: what a result's times are made of, for exports that carry them (T4, Kernel Tuner): NVRTC's time
