@@ -351,15 +351,18 @@ std::optional<double> value_of(const SweepView& s, const ResultRecord& r) {
   return r.metric;
 }
 
-SweepView view_of(const Store& store, const SweepInfo& info) {
-  SweepView s;
-  s.info = info;
-  s.results = store.results(info.id);
+// The index of each configuration's result, and the winner: the fastest ok result with a time, the first of
+// equal ones.
+void index_results(SweepView& s) {
   for (std::size_t i = 0; i < s.results.size(); ++i) {
     s.by_params.emplace(s.results[i].record.params, i);
     const auto t = time_of(s.results[i].record);
     if (t && (!s.winner || *t < *s.results[*s.winner].record.median_ms)) s.winner = i;
   }
+}
+
+// By the metric where every timed ok result has one, all in one unit; else by the median time.
+void choose_unit(SweepView& s) {
   std::set<std::string> units;
   bool all_metric = true;
   for (const auto& r : s.results) {
@@ -370,46 +373,76 @@ SweepView view_of(const Store& store, const SweepInfo& info) {
   }
   s.by_metric = s.winner && all_metric && units.size() == 1;
   s.unit = s.by_metric ? *units.begin() : "ms";
+}
 
+// The names of the description's parameters in the order it lists them.
+std::vector<std::string> described_parameter_order(const std::string& description_text) {
+  std::vector<std::string> order;
+  if (json_depth(description_text) > kMaxJsonDepth) return order;
+  // nlohmann::json sorts keys; the description's own order is the one its author chose.
+  const auto ordered = nlohmann::ordered_json::parse(description_text, nullptr, false);
+  if (ordered.is_object() && ordered.contains("parameters") && ordered["parameters"].is_object())
+    for (const auto& item : ordered["parameters"].items()) order.push_back(item.key());
+  return order;
+}
+
+// The description's default configuration, where it gives one that parses.
+std::optional<Params> described_defaults(const std::string& description_text) {
+  const auto text = rows::default_params_text(description_text);
+  if (!text) return std::nullopt;
+  try {
+    return params_from_text(*text);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+// The default configuration as the first baseline, where the sweep timed it.
+void add_default_baseline(SweepView& s) {
+  if (!s.defaults) return;
+  const auto it = s.by_params.find(*s.defaults);
+  if (it == s.by_params.end() || !time_of(s.results[it->second].record)) return;
+  const ResultRecord& r = s.results[it->second].record;
+  s.baselines.push_back(
+      {"default (" + esc(params_display(*s.defaults), 120) + ")", *r.median_ms, r.metric, "#555", true});
+}
+
+// A baseline family: its best stored result on the sweep's device and problem, or a note that there is none.
+void add_family_baseline(const Store& store, SweepView& s, const std::string& family) {
+  const auto best = store.best(family, s.info.device.name, s.info.problem);
+  if (best && time_of(best->record))
+    s.baselines.push_back({esc(family, 80) + " (best stored)", *best->record.median_ms, best->record.metric,
+                           series_colour(1 + s.baselines.size()), true});
+  else
+    s.not_stored.push_back(esc(family, 80) + " (no stored result for this device and problem)");
+}
+
+// The baselines the description declares: families (drawn where stored) and library calls (never stored).
+void add_declared_baselines(const Store& store, SweepView& s) {
+  const auto baselines = s.description.find("baselines");
+  if (baselines == s.description.end() || !baselines->is_array()) return;
+  for (const json& b : *baselines) {
+    if (b.is_string()) {
+      add_family_baseline(store, s, b.get<std::string>());
+    } else if (b.is_object() && b.contains("library") && b["library"].is_string()) {
+      s.not_stored.push_back(esc(b["library"].get<std::string>(), 80) +
+                             " (a library call: measured by <code>tiletune bench</code>, not stored)");
+    }
+  }
+}
+
+SweepView view_of(const Store& store, const SweepInfo& info) {
+  SweepView s;
+  s.info = info;
+  s.results = store.results(info.id);
+  index_results(s);
+  choose_unit(s);
   const std::string description_text = store.family_description(info.family, info.template_hash);
   s.description = rows::object_or_empty(description_text);
-  if (json_depth(description_text) <= kMaxJsonDepth) {
-    // nlohmann::json sorts keys; the description's own order is the one its author chose.
-    const auto ordered = nlohmann::ordered_json::parse(description_text, nullptr, false);
-    if (ordered.is_object() && ordered.contains("parameters") && ordered["parameters"].is_object())
-      for (const auto& item : ordered["parameters"].items()) s.parameter_order.push_back(item.key());
-  }
-  if (const auto text = rows::default_params_text(description_text)) {
-    try {
-      s.defaults = params_from_text(*text);
-    } catch (const std::invalid_argument&) {
-    }
-  }
-  if (s.defaults) {
-    const auto it = s.by_params.find(*s.defaults);
-    if (it != s.by_params.end() && time_of(s.results[it->second].record)) {
-      const ResultRecord& r = s.results[it->second].record;
-      s.baselines.push_back(
-          {"default (" + esc(params_display(*s.defaults), 120) + ")", *r.median_ms, r.metric, "#555", true});
-    }
-  }
-  const auto baselines = s.description.find("baselines");
-  if (baselines != s.description.end() && baselines->is_array()) {
-    for (const json& b : *baselines) {
-      if (b.is_string()) {
-        const std::string family = b.get<std::string>();
-        const auto best = store.best(family, info.device.name, info.problem);
-        if (best && time_of(best->record))
-          s.baselines.push_back({esc(family, 80) + " (best stored)", *best->record.median_ms,
-                                 best->record.metric, series_colour(1 + s.baselines.size()), true});
-        else
-          s.not_stored.push_back(esc(family, 80) + " (no stored result for this device and problem)");
-      } else if (b.is_object() && b.contains("library") && b["library"].is_string()) {
-        s.not_stored.push_back(esc(b["library"].get<std::string>(), 80) +
-                               " (a library call: measured by <code>tiletune bench</code>, not stored)");
-      }
-    }
-  }
+  s.parameter_order = described_parameter_order(description_text);
+  s.defaults = described_defaults(description_text);
+  add_default_baseline(s);
+  add_declared_baselines(store, s);
   return s;
 }
 
