@@ -313,6 +313,13 @@ std::string placeholder_svg(const std::string& chart, std::int64_t id, int width
          text_el(width / 2.0, height / 2.0, why, "text-anchor=\"middle\" class=\"tt-note\"") + "</svg>";
 }
 
+// An axis name written upwards beside the y axis, centred at height y.
+std::string y_axis_name(int x, double y, const std::string& escaped) {
+  return text_el(x, y, escaped,
+                 "text-anchor=\"middle\" class=\"tt-axis-name\" transform=\"rotate(-90 " + std::to_string(x) +
+                     " " + px(y) + ")\"");
+}
+
 // ---- what the report shows of a sweep ----
 
 struct Marker {
@@ -522,8 +529,29 @@ std::vector<std::pair<std::string, std::string>> heatmap_pairs(const SweepView& 
 
 constexpr int heat_w = 660, heat_h = 400;
 
-std::string heatmap_svg(const SweepView& s, const std::string& a, const std::string& b, std::size_t view,
-                        double lo, double hi, const std::string& title) {
+// One heatmap view as drawn: the values of its parameters (ys a single 0 without a second parameter), a
+// cell's size, and the range of the whole sweep's values, so that every pair's view and the legend colour
+// alike.
+struct HeatGrid {
+  static constexpr double left = 96, top = 14, plot_w = 440, plot_h = 316;
+  std::vector<std::int64_t> xs, ys;
+  double cw = 0, ch = 0;
+  double lo = 0, hi = 0;
+
+  double x(std::size_t xi) const { return left + xi * cw; }
+  double y(std::size_t yi) const {
+    return top + (ys.size() - 1 - yi) * ch;
+  }                                                       // the smallest value at the bottom
+  bool labelled() const { return cw >= 34 && ch >= 15; }  // room for a value in each cell
+
+  // Where a value lies on the colour scale: 1 (bright) is the best.
+  double shade(bool by_metric, double v) const {
+    if (by_metric) return hi > lo ? (v - lo) / (hi - lo) : 1.0;
+    return hi > lo ? (std::log(hi) - std::log(v)) / (std::log(hi) - std::log(lo)) : 1.0;
+  }
+};
+
+HeatGrid heat_grid(const SweepView& s, const std::string& a, const std::string& b, double lo, double hi) {
   std::set<std::int64_t> xset, yset;
   for (const auto& r : s.results) {
     if (const auto it = r.record.params.find(a); it != r.record.params.end()) xset.insert(it->second);
@@ -531,107 +559,134 @@ std::string heatmap_svg(const SweepView& s, const std::string& a, const std::str
       if (const auto it = r.record.params.find(b); it != r.record.params.end()) yset.insert(it->second);
   }
   if (b.empty()) yset.insert(0);
-  const std::vector<std::int64_t> xs(xset.begin(), xset.end()), ys(yset.begin(), yset.end());
-  const Params& best = s.results[*s.winner].record.params;
-  const double left = 96, top = 14, plot_w = 440, plot_h = 316;
-  const double cw = plot_w / static_cast<double>(xs.size()), ch = plot_h / static_cast<double>(ys.size());
-  const std::string id = std::to_string(s.info.id) + "-" + std::to_string(view);
-  std::string out = svg_open("heatmap", s.info.id, heat_w, heat_h, title);
-  // Colours from the whole sweep's range, so that every pair's view and the legend agree.
-  const auto t_of = [&](double v) {
-    if (s.by_metric) return hi > lo ? (v - lo) / (hi - lo) : 1.0;
-    return hi > lo ? (std::log(hi) - std::log(v)) / (std::log(hi) - std::log(lo)) : 1.0;
-  };
+  HeatGrid g;
+  g.xs.assign(xset.begin(), xset.end());
+  g.ys.assign(yset.begin(), yset.end());
+  g.cw = HeatGrid::plot_w / static_cast<double>(g.xs.size());
+  g.ch = HeatGrid::plot_h / static_cast<double>(g.ys.size());
+  g.lo = lo;
+  g.hi = hi;
+  return g;
+}
+
+// What a cell shows of its configuration: its fill, the end of its tooltip, and a note (with the note's
+// attributes) drawn where the cell has room; tooltip and note escaped.
+struct CellLook {
+  std::string fill, tip, note, note_attrs;
+};
+
+CellLook measured_look(const SweepView& s, const HeatGrid& g, const ResultRecord& r, double v) {
+  const double t = g.shade(s.by_metric, v);
+  return {
+      viridis(t),
+      ": " + value_text(v) + " " + esc(s.unit, 20) + (s.by_metric ? ", " + ms_text(*r.median_ms) : ""),
+      value_text(v),
+      std::string("text-anchor=\"middle\" fill=\"") + (t > 0.55 ? "#111" : "#fff") + "\" class=\"tt-cell\""};
+}
+
+CellLook failed_look(const ResultRecord& r) {
   static const std::map<Outcome, std::string> short_name = {
       {Outcome::pruned, "pr"},         {Outcome::compile_failed, "cf"}, {Outcome::launch_failed, "lf"},
       {Outcome::runtime_failed, "rf"}, {Outcome::timeout, "to"},        {Outcome::wrong_result, "wr"}};
-  const bool labels = cw >= 34 && ch >= 15;
-  for (std::size_t yi = 0; yi < ys.size(); ++yi) {
-    for (std::size_t xi = 0; xi < xs.size(); ++xi) {
-      Params p = best;
-      p[a] = xs[xi];
-      if (!b.empty()) p[b] = ys[yi];
-      const double x = left + xi * cw,
-                   y = top + (ys.size() - 1 - yi) * ch;  // the smallest value at the bottom
-      const auto it = s.by_params.find(p);
-      std::string fill, note, tip = esc(params_display(p), 200);
-      if (it == s.by_params.end()) {
-        fill = "url(#tt-hatch)";
-        tip += ": not in this sweep";
-      } else {
-        const ResultRecord& r = s.results[it->second].record;
-        if (const auto v = value_of(s, r)) {
-          const double t = t_of(*v);
-          fill = viridis(t);
-          tip += ": " + value_text(*v) + " " + esc(s.unit, 20) +
-                 (s.by_metric ? ", " + ms_text(*r.median_ms) : "");
-          if (labels)
-            note = text_el(x + cw / 2, y + ch / 2 + 4, value_text(*v),
-                           std::string("text-anchor=\"middle\" fill=\"") + (t > 0.55 ? "#111" : "#fff") +
-                               "\" class=\"tt-cell\"");
-        } else {
-          fill = "#d0d0d0";
-          tip += ": " + std::string(to_string(r.outcome)) +
-                 (r.reason.empty() ? "" : " \xE2\x80\x94 " + esc(first_line(r.reason), 200));
-          const auto sn = short_name.find(r.outcome);
-          if (labels && sn != short_name.end())
-            note = text_el(x + cw / 2, y + ch / 2 + 4, sn->second,
-                           "text-anchor=\"middle\" fill=\"#555\" class=\"tt-cell\"");
-        }
-      }
-      out += "<g>" + rect_el(x, y, cw, ch, "fill=\"" + fill + "\" stroke=\"#fff\" stroke-width=\"1\"") +
-             "<title>" + tip + "</title>" + note + "</g>";
-    }
+  const auto sn = short_name.find(r.outcome);
+  return {"#d0d0d0",
+          ": " + std::string(to_string(r.outcome)) +
+              (r.reason.empty() ? "" : " \xE2\x80\x94 " + esc(first_line(r.reason), 200)),
+          sn == short_name.end() ? "" : sn->second, "text-anchor=\"middle\" fill=\"#555\" class=\"tt-cell\""};
+}
+
+std::string heat_cell(const SweepView& s, const HeatGrid& g, const Params& p, std::size_t xi,
+                      std::size_t yi) {
+  CellLook look{"url(#tt-hatch)", ": not in this sweep", "", ""};
+  if (const auto it = s.by_params.find(p); it != s.by_params.end()) {
+    const ResultRecord& r = s.results[it->second].record;
+    const auto v = value_of(s, r);
+    look = v ? measured_look(s, g, r, *v) : failed_look(r);
   }
-  // The winner's cell (every slice goes through it).
-  {
-    const auto xi = std::find(xs.begin(), xs.end(), best.count(a) ? best.at(a) : 0) - xs.begin();
-    const auto yi =
-        b.empty() ? 0 : std::find(ys.begin(), ys.end(), best.count(b) ? best.at(b) : 0) - ys.begin();
-    if (xi < static_cast<long>(xs.size()) && yi < static_cast<long>(ys.size()))
-      out += rect_el(left + xi * cw + 1.5, top + (ys.size() - 1 - yi) * ch + 1.5, cw - 3, ch - 3,
-                     std::string("fill=\"none\" stroke=\"") + winner_colour + "\" stroke-width=\"3\"");
-  }
-  // Axes: every value where it fits, else every k-th.
-  const std::size_t xstep = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(36 / cw)));
-  for (std::size_t xi = 0; xi < xs.size(); xi += xstep)
-    out +=
-        text_el(left + (xi + 0.5) * cw, top + plot_h + 15, std::to_string(xs[xi]), "text-anchor=\"middle\"");
-  out += text_el(left + plot_w / 2, top + plot_h + 36, esc(a, 60),
+  const double x = g.x(xi), y = g.y(yi);
+  const std::string note = g.labelled() && !look.note.empty()
+                               ? text_el(x + g.cw / 2, y + g.ch / 2 + 4, look.note, look.note_attrs)
+                               : "";
+  return "<g>" + rect_el(x, y, g.cw, g.ch, "fill=\"" + look.fill + "\" stroke=\"#fff\" stroke-width=\"1\"") +
+         "<title>" + esc(params_display(p), 200) + look.tip + "</title>" + note + "</g>";
+}
+
+// The winner's cell (every view goes through it), outlined.
+std::string winner_outline(const HeatGrid& g, const Params& best, const std::string& a,
+                           const std::string& b) {
+  const auto xi = std::find(g.xs.begin(), g.xs.end(), best.count(a) ? best.at(a) : 0) - g.xs.begin();
+  const auto yi =
+      b.empty() ? 0 : std::find(g.ys.begin(), g.ys.end(), best.count(b) ? best.at(b) : 0) - g.ys.begin();
+  if (xi >= static_cast<long>(g.xs.size()) || yi >= static_cast<long>(g.ys.size())) return "";
+  return rect_el(g.left + xi * g.cw + 1.5, g.top + (g.ys.size() - 1 - yi) * g.ch + 1.5, g.cw - 3, g.ch - 3,
+                 std::string("fill=\"none\" stroke=\"") + winner_colour + "\" stroke-width=\"3\"");
+}
+
+// The parameters' values along the axes (every value where it fits, else every k-th) and their names.
+std::string heatmap_axes(const HeatGrid& g, const std::string& a, const std::string& b) {
+  std::string out;
+  const std::size_t xstep = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(36 / g.cw)));
+  for (std::size_t xi = 0; xi < g.xs.size(); xi += xstep)
+    out += text_el(g.left + (xi + 0.5) * g.cw, g.top + g.plot_h + 15, std::to_string(g.xs[xi]),
+                   "text-anchor=\"middle\"");
+  out += text_el(g.left + g.plot_w / 2, g.top + g.plot_h + 36, esc(a, 60),
                  "text-anchor=\"middle\" class=\"tt-axis-name\"");
-  if (!b.empty()) {
-    const std::size_t ystep = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(14 / ch)));
-    for (std::size_t yi = 0; yi < ys.size(); yi += ystep)
-      out += text_el(left - 6, top + (ys.size() - 1 - yi + 0.5) * ch + 4, std::to_string(ys[yi]),
-                     "text-anchor=\"end\"");
-    out += text_el(16, top + plot_h / 2, esc(b, 40),
-                   "text-anchor=\"middle\" class=\"tt-axis-name\" transform=\"rotate(-90 16 " +
-                       px(top + plot_h / 2) + ")\"");
-  }
-  // Legend: the colour scale, then what the other cells mean.
-  const double lx = left + plot_w + 20, ly = top + 18, lh = 190;
-  out += "<defs><linearGradient id=\"tt-grad-" + id + "\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
-  for (int i = 0; i <= 10; ++i)
-    out += "<stop offset=\"" + px(i * 10) + "%\" stop-color=\"" + viridis(i / 10.0) + "\"/>";
-  out += "</linearGradient></defs>";
-  out += rect_el(lx, ly, 16, lh, "fill=\"url(#tt-grad-" + id + ")\" stroke=\"#999\"");
-  const double bright = s.by_metric ? hi : lo, dark = s.by_metric ? lo : hi;
-  out += text_el(lx, top + 6, esc(s.unit, 14), "class=\"tt-axis-name\"");
-  out += text_el(lx + 22, ly + 10, value_text(bright));
-  out += text_el(lx + 22, ly + lh, value_text(dark));
-  out +=
-      text_el(lx, ly + lh + 18, s.by_metric ? "higher is better" : "lower is better", "class=\"tt-small\"");
-  double ky = ly + lh + 34;
-  out += rect_el(lx, ky, 16, 14,
-                 std::string("fill=\"none\" stroke=\"") + winner_colour + "\" stroke-width=\"3\"") +
-         text_el(lx + 22, ky + 11, "winner", "class=\"tt-small\"");
+  if (b.empty()) return out;
+  const std::size_t ystep = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(14 / g.ch)));
+  for (std::size_t yi = 0; yi < g.ys.size(); yi += ystep)
+    out += text_el(g.left - 6, g.top + (g.ys.size() - 1 - yi + 0.5) * g.ch + 4, std::to_string(g.ys[yi]),
+                   "text-anchor=\"end\"");
+  return out + y_axis_name(16, g.top + g.plot_h / 2, esc(b, 40));
+}
+
+// The keys below the colour scale: the winner's outline, a cell not ok, a configuration not in the sweep.
+std::string heatmap_keys(double lx, double ky) {
+  std::string out =
+      rect_el(lx, ky, 16, 14,
+              std::string("fill=\"none\" stroke=\"") + winner_colour + "\" stroke-width=\"3\"") +
+      text_el(lx + 22, ky + 11, "winner", "class=\"tt-small\"");
   ky += 20;
   out +=
       rect_el(lx, ky, 16, 14, "fill=\"#d0d0d0\"") + text_el(lx + 22, ky + 11, "not ok", "class=\"tt-small\"");
   ky += 20;
   out += rect_el(lx, ky, 16, 14, "fill=\"url(#tt-hatch)\" stroke=\"#ccc\"") +
          text_el(lx + 22, ky + 11, "not in sweep", "class=\"tt-small\"");
-  return out + "</svg>";
+  return out;
+}
+
+// The legend: the colour scale from the best value (bright) to the worst, then the keys.
+std::string heatmap_legend(const SweepView& s, const HeatGrid& g, const std::string& id) {
+  const double lx = g.left + g.plot_w + 20, ly = g.top + 18, lh = 190;
+  std::string out = "<defs><linearGradient id=\"tt-grad-" + id + "\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
+  for (int i = 0; i <= 10; ++i)
+    out += "<stop offset=\"" + px(i * 10) + "%\" stop-color=\"" + viridis(i / 10.0) + "\"/>";
+  out += "</linearGradient></defs>";
+  out += rect_el(lx, ly, 16, lh, "fill=\"url(#tt-grad-" + id + ")\" stroke=\"#999\"");
+  const double bright = s.by_metric ? g.hi : g.lo, dark = s.by_metric ? g.lo : g.hi;
+  out += text_el(lx, g.top + 6, esc(s.unit, 14), "class=\"tt-axis-name\"");
+  out += text_el(lx + 22, ly + 10, value_text(bright));
+  out += text_el(lx + 22, ly + lh, value_text(dark));
+  out +=
+      text_el(lx, ly + lh + 18, s.by_metric ? "higher is better" : "lower is better", "class=\"tt-small\"");
+  return out + heatmap_keys(lx, ly + lh + 34);
+}
+
+std::string heatmap_svg(const SweepView& s, const std::string& a, const std::string& b, std::size_t view,
+                        double lo, double hi, const std::string& title) {
+  const HeatGrid g = heat_grid(s, a, b, lo, hi);
+  const Params& best = s.results[*s.winner].record.params;
+  std::string out = svg_open("heatmap", s.info.id, heat_w, heat_h, title);
+  // A slice through the winner: the parameters not drawn keep its values.
+  for (std::size_t yi = 0; yi < g.ys.size(); ++yi) {
+    for (std::size_t xi = 0; xi < g.xs.size(); ++xi) {
+      Params p = best;
+      p[a] = g.xs[xi];
+      if (!b.empty()) p[b] = g.ys[yi];
+      out += heat_cell(s, g, p, xi, yi);
+    }
+  }
+  out += winner_outline(g, best, a, b) + heatmap_axes(g, a, b);
+  return out + heatmap_legend(s, g, std::to_string(s.info.id) + "-" + std::to_string(view)) + "</svg>";
 }
 
 std::string heatmap_figure(const SweepView& s) {
