@@ -320,6 +320,24 @@ std::string y_axis_name(int x, double y, const std::string& escaped) {
                      " " + px(y) + ")\"");
 }
 
+// Grid lines across the plot at the y scale's ticks (only whole ones where `whole`), labelled at the left.
+std::string y_grid(const Scale& y, double left, double plot_w, bool whole) {
+  std::string out;
+  for (const double v : y.ticks()) {
+    if (whole && v != std::floor(v)) continue;
+    out += line_el(left, y(v), left + plot_w, y(v), "stroke=\"#eee\"");
+    out += text_el(left - 6, y(v) + 4, y.label(v), "text-anchor=\"end\"");
+  }
+  return out;
+}
+
+// The x and y axes' lines along the plot's bottom and left.
+std::string axis_lines(double left, double top, double plot_w, double plot_h) {
+  return line_el(left, top + plot_h, left + plot_w, top + plot_h,
+                 std::string("stroke=\"") + axis_colour + "\"") +
+         line_el(left, top, left, top + plot_h, std::string("stroke=\"") + axis_colour + "\"");
+}
+
 // ---- what the report shows of a sweep ----
 
 struct Marker {
@@ -750,6 +768,105 @@ std::string heatmap_figure(const SweepView& s) {
 
 constexpr int dist_w = 660, dist_h = 400;
 
+// The best time and the baselines, each baseline with its time and how many times the best's it is.
+std::vector<Marker> distribution_markers(const SweepView& s, double best) {
+  std::vector<Marker> markers;
+  markers.push_back({"best " + ms_text(best), best, std::nullopt, winner_colour, false});
+  for (const Marker& b : s.baselines) {
+    Marker m = b;
+    m.label += " " + ms_text(b.ms) + " (" + value_text(b.ms / best) + "\xC3\x97)";
+    markers.push_back(m);
+  }
+  return markers;
+}
+
+// Counts of times in bins of equal width on the axis as drawn (in log space on a log axis); a single bin
+// where every time is the same.
+struct Histogram {
+  bool log = false;
+  double a0 = 0, width = 0;  // the first bin's start and a bin's width, on the axis
+  std::vector<int> counts;
+
+  double to_axis(double v) const { return log ? std::log10(v) : v; }
+  double from_axis(double a) const { return log ? std::pow(10.0, a) : a; }
+};
+
+// `times` sorted.
+Histogram histogram(const std::vector<double>& times, bool log) {
+  Histogram h;
+  h.log = log;
+  const std::size_t bins = std::clamp<std::size_t>(
+      static_cast<std::size_t>(2 * std::sqrt(static_cast<double>(times.size()))), 5, 40);
+  h.a0 = h.to_axis(times.front());
+  const double a1 = h.to_axis(times.back());
+  h.width = a1 > h.a0 ? (a1 - h.a0) / static_cast<double>(bins) : 0;
+  h.counts.assign(a1 > h.a0 ? bins : 1, 0);
+  for (const double t : times) {
+    const std::size_t k =
+        h.width > 0 ? std::min(bins - 1, static_cast<std::size_t>((h.to_axis(t) - h.a0) / h.width)) : 0;
+    ++h.counts[k];
+  }
+  return h;
+}
+
+// The bins as bars; a single bin is a narrow bar at its time.
+std::string histogram_bars(const Histogram& h, const Scale& x, const Scale& y, double first_time) {
+  std::string out;
+  for (std::size_t k = 0; k < h.counts.size(); ++k) {
+    double x0 = h.counts.size() == 1 ? x(first_time) - 4 : x(h.from_axis(h.a0 + k * h.width));
+    double x1 = h.counts.size() == 1 ? x(first_time) + 4 : x(h.from_axis(h.a0 + (k + 1) * h.width));
+    if (h.counts[k] == 0) continue;
+    out += "<g>" +
+           rect_el(x0 + 0.5, y(h.counts[k]), std::max(x1 - x0 - 1, 1.0), y(0) - y(h.counts[k]),
+                   std::string("fill=\"") + bar_colour + "\"") +
+           "<title>" + std::to_string(h.counts[k]) + " configuration" + (h.counts[k] == 1 ? "" : "s") +
+           "</title></g>";
+  }
+  return out;
+}
+
+// Ticks and their values below the x axis at `bottom`.
+std::string x_ticks(const Scale& x, double bottom) {
+  std::string out;
+  for (const double v : x.ticks()) {
+    out += line_el(x(v), bottom, x(v), bottom + 4, std::string("stroke=\"") + axis_colour + "\"");
+    out += text_el(x(v), bottom + 16, x.label(v), "text-anchor=\"middle\"");
+  }
+  return out;
+}
+
+// Right of its line at mx where the label fits, else left of it, else as far right as it fits.
+double marker_label_x(double mx, const std::string& label) {
+  const double label_w = 7.0 * static_cast<double>(display_length(label));
+  return mx + 4 + label_w <= dist_w - 4 ? mx + 4
+         : mx - 4 - label_w >= 4        ? mx - 4 - label_w
+                                        : std::max(4.0, dist_w - 4 - label_w);
+}
+
+// Marker lines down to `bottom`, their labels on rows above the plot so that close ones do not overprint each
+// other.
+std::string marker_lines(const std::vector<Marker>& markers, const Scale& x, double bottom) {
+  std::string out;
+  for (std::size_t i = 0; i < markers.size(); ++i) {
+    const Marker& m = markers[i];
+    const double mx = x(m.ms), ly = 14 + 15.0 * static_cast<double>(i % 4);
+    out += line_el(mx, ly + 3, mx, bottom,
+                   std::string("stroke=\"") + m.colour + "\" stroke-width=\"2\"" +
+                       (m.dashed ? " stroke-dasharray=\"5 3\"" : ""));
+    out += text_el(marker_label_x(mx, m.label), ly, m.label,
+                   std::string("fill=\"") + m.colour + "\" class=\"tt-marker\"");
+  }
+  return out;
+}
+
+// The declared baselines that the chart cannot draw, if any.
+std::string not_drawn_note(const SweepView& s) {
+  if (s.not_stored.empty()) return "";
+  std::string out = "<p class=\"tt-sub\">not drawn: ";
+  for (std::size_t i = 0; i < s.not_stored.size(); ++i) out += (i ? "; " : "") + s.not_stored[i];
+  return out + "</p>";
+}
+
 std::string distribution_figure(const SweepView& s) {
   std::vector<double> times;
   for (const auto& r : s.results)
@@ -766,13 +883,7 @@ std::string distribution_figure(const SweepView& s) {
                s.info.kind == "plan" ? "a plan: nothing was measured" : "no ok configuration with a time") +
            "</figure>";
   std::sort(times.begin(), times.end());
-  std::vector<Marker> markers;
-  markers.push_back({"best " + ms_text(times.front()), times.front(), std::nullopt, winner_colour, false});
-  for (const Marker& b : s.baselines) {
-    Marker m = b;
-    m.label += " " + ms_text(b.ms) + " (" + value_text(b.ms / times.front()) + "\xC3\x97)";
-    markers.push_back(m);
-  }
+  const std::vector<Marker> markers = distribution_markers(s, times.front());
   double lo = times.front(), hi = times.back();
   for (const Marker& m : markers) {
     lo = std::min(lo, m.ms);
@@ -780,74 +891,21 @@ std::string distribution_figure(const SweepView& s) {
   }
   const double left = 56, right = 20, top = 66, bottom = 46;
   const double plot_w = dist_w - left - right, plot_h = dist_h - top - bottom;
-  Scale x = scale_for(lo, hi, left, left + plot_w, 4.0, false);
-  // Bins of equal width on the axis as drawn (in log space on a log axis).
-  const auto to_axis = [&](double v) { return x.log ? std::log10(v) : v; };
-  const auto from_axis = [&](double a) { return x.log ? std::pow(10.0, a) : a; };
-  const std::size_t bins = std::clamp<std::size_t>(
-      static_cast<std::size_t>(2 * std::sqrt(static_cast<double>(times.size()))), 5, 40);
-  const double a0 = to_axis(times.front()), a1 = to_axis(times.back());
-  const double width = a1 > a0 ? (a1 - a0) / static_cast<double>(bins) : 0;
-  std::vector<int> counts(a1 > a0 ? bins : 1, 0);
-  for (const double t : times) {
-    const std::size_t k =
-        width > 0 ? std::min(bins - 1, static_cast<std::size_t>((to_axis(t) - a0) / width)) : 0;
-    ++counts[k];
-  }
-  const int most = *std::max_element(counts.begin(), counts.end());
+  const Scale x = scale_for(lo, hi, left, left + plot_w, 4.0, false);
+  const Histogram h = histogram(times, x.log);
+  const int most = *std::max_element(h.counts.begin(), h.counts.end());
   const Scale y = scale_for(1, most, top + plot_h, top, 1e300, true);
   out += "<p class=\"tt-sub\">" + ms_text(times.front()) + " to " + ms_text(times.back()) +
-         (x.log ? ", log axis" : "") + "; " + std::to_string(counts.size()) + " bins</p>";
+         (x.log ? ", log axis" : "") + "; " + std::to_string(h.counts.size()) + " bins</p>";
   out += svg_open("distribution", s.info.id, dist_w, dist_h, title);
-  for (const double v : y.ticks()) {
-    if (v != std::floor(v)) continue;
-    out += line_el(left, y(v), left + plot_w, y(v), "stroke=\"#eee\"");
-    out += text_el(left - 6, y(v) + 4, y.label(v), "text-anchor=\"end\"");
-  }
-  for (std::size_t k = 0; k < counts.size(); ++k) {
-    double x0 = counts.size() == 1 ? x(times.front()) - 4 : x(from_axis(a0 + k * width));
-    double x1 = counts.size() == 1 ? x(times.front()) + 4 : x(from_axis(a0 + (k + 1) * width));
-    if (counts[k] == 0) continue;
-    out += "<g>" +
-           rect_el(x0 + 0.5, y(counts[k]), std::max(x1 - x0 - 1, 1.0), y(0) - y(counts[k]),
-                   std::string("fill=\"") + bar_colour + "\"") +
-           "<title>" + std::to_string(counts[k]) + " configuration" + (counts[k] == 1 ? "" : "s") +
-           "</title></g>";
-  }
-  out +=
-      line_el(left, top + plot_h, left + plot_w, top + plot_h, std::string("stroke=\"") + axis_colour + "\"");
-  out += line_el(left, top, left, top + plot_h, std::string("stroke=\"") + axis_colour + "\"");
-  for (const double v : x.ticks()) {
-    out += line_el(x(v), top + plot_h, x(v), top + plot_h + 4, std::string("stroke=\"") + axis_colour + "\"");
-    out += text_el(x(v), top + plot_h + 16, x.label(v), "text-anchor=\"middle\"");
-  }
+  out += y_grid(y, left, plot_w, true) + histogram_bars(h, x, y, times.front()) +
+         axis_lines(left, top, plot_w, plot_h) + x_ticks(x, top + plot_h);
   out +=
       text_el(left + plot_w / 2, dist_h - 8, std::string("median time (ms") + (x.log ? ", log scale)" : ")"),
               "text-anchor=\"middle\" class=\"tt-axis-name\"");
-  out += text_el(12, top + plot_h / 2, "configurations",
-                 "text-anchor=\"middle\" class=\"tt-axis-name\" transform=\"rotate(-90 12 " +
-                     px(top + plot_h / 2) + ")\"");
-  // Marker lines, their labels on rows above the plot so that close ones do not overprint each other.
-  for (std::size_t i = 0; i < markers.size(); ++i) {
-    const Marker& m = markers[i];
-    const double mx = x(m.ms), ly = 14 + 15.0 * static_cast<double>(i % 4);
-    out += line_el(mx, ly + 3, mx, top + plot_h,
-                   std::string("stroke=\"") + m.colour + "\" stroke-width=\"2\"" +
-                       (m.dashed ? " stroke-dasharray=\"5 3\"" : ""));
-    // Right of its line where the label fits, else left of it, else as far right as it fits.
-    const double label_w = 7.0 * static_cast<double>(display_length(m.label));
-    const double lx = mx + 4 + label_w <= dist_w - 4 ? mx + 4
-                      : mx - 4 - label_w >= 4        ? mx - 4 - label_w
-                                                     : std::max(4.0, dist_w - 4 - label_w);
-    out += text_el(lx, ly, m.label, std::string("fill=\"") + m.colour + "\" class=\"tt-marker\"");
-  }
-  out += "</svg>";
-  if (!s.not_stored.empty()) {
-    out += "<p class=\"tt-sub\">not drawn: ";
-    for (std::size_t i = 0; i < s.not_stored.size(); ++i) out += (i ? "; " : "") + s.not_stored[i];
-    out += "</p>";
-  }
-  return out + "</figure>";
+  out += y_axis_name(12, top + plot_h / 2, "configurations");
+  out += marker_lines(markers, x, top + plot_h) + "</svg>";
+  return out + not_drawn_note(s) + "</figure>";
 }
 
 // ---- outcomes ----
