@@ -1023,110 +1023,197 @@ struct Point {
   std::string size_text, tip;
 };
 
-std::string size_figure(const Store& store, const std::vector<const SweepView*>& sweeps, std::int64_t id) {
-  const std::string family = sweeps.front()->info.family, device = sweeps.front()->info.device.name;
-  // The best ok result of each problem over the selected sweeps.
-  struct Best {
-    ProblemKey problem;
-    double ms = 0;
-    std::optional<double> metric;
-    std::string unit;
-    std::int64_t sweep = 0;
-  };
-  struct Default {
-    double ms = 0;
-    std::optional<double> metric;
-  };
-  std::map<std::string, Best> best;         // by problem
-  std::map<std::string, Default> defaults;  // the default configuration's fastest run, by problem
-  std::set<std::string> baseline_families;
+struct Series {
+  std::string label;  // escaped
+  bool dashed = false;
+  std::vector<Point> points;
+};
+
+// The best ok result of a problem over the selected sweeps.
+struct ProblemBest {
+  ProblemKey problem;
+  double ms = 0;
+  std::optional<double> metric;
+  std::string unit;
+  std::int64_t sweep = 0;
+};
+
+// The default configuration's fastest run on a problem.
+struct DefaultRun {
+  double ms = 0;
+  std::optional<double> metric;
+};
+
+// What the chart draws of a family on a device, by problem (as problem_display writes it).
+struct SizeData {
+  std::string device;
+  std::map<std::string, ProblemBest> best;
+  std::map<std::string, DefaultRun> defaults;
+  std::set<std::string> baseline_families;  // the families any sweep's description declares as baselines
+  bool by_metric = false;                   // every problem's best has a metric, all in one unit
+  std::string unit;                         // the metric's unit, or "ms"
+};
+
+std::map<std::string, ProblemBest> best_by_problem(const std::vector<const SweepView*>& sweeps) {
+  std::map<std::string, ProblemBest> best;
   for (const SweepView* s : sweeps) {
-    const auto b = s->description.find("baselines");
-    if (b != s->description.end() && b->is_array())
-      for (const json& name : *b)
-        if (name.is_string()) baseline_families.insert(name.get<std::string>());
     if (!s->winner) continue;
     const ResultRecord& w = s->results[*s->winner].record;
     const std::string key = problem_display(s->info.problem);
     const auto it = best.find(key);
     if (it == best.end() || *w.median_ms < it->second.ms)
-      best.insert_or_assign(key, Best{s->info.problem, *w.median_ms, w.metric, w.metric_unit, s->info.id});
-    if (s->defaults) {
-      const auto d = s->by_params.find(*s->defaults);
-      if (d != s->by_params.end() && time_of(s->results[d->second].record)) {
-        const ResultRecord& r = s->results[d->second].record;
-        const auto known = defaults.find(key);
-        if (known == defaults.end() || *r.median_ms < known->second.ms)
-          defaults[key] = Default{*r.median_ms, r.metric};
-      }
-    }
+      best.insert_or_assign(key,
+                            ProblemBest{s->info.problem, *w.median_ms, w.metric, w.metric_unit, s->info.id});
   }
-  const std::string title_base = " vs problem size: " + esc(family, 80) + " on " + esc(device, 120);
-  std::string out = "<figure class=\"tt-figure tt-wide\" id=\"size-" + std::to_string(id) + "\">";
-  if (best.empty()) {
-    const std::string title = "Best time" + title_base;
-    return out + "<h4>" + title + "</h4>" + placeholder_svg("size", id, size_w, size_h, "no measured sweep") +
-           "</figure>";
+  return best;
+}
+
+std::map<std::string, DefaultRun> defaults_by_problem(const std::vector<const SweepView*>& sweeps) {
+  std::map<std::string, DefaultRun> defaults;
+  for (const SweepView* s : sweeps) {
+    if (!s->winner || !s->defaults) continue;
+    const auto d = s->by_params.find(*s->defaults);
+    if (d == s->by_params.end() || !time_of(s->results[d->second].record)) continue;
+    const ResultRecord& r = s->results[d->second].record;
+    const std::string key = problem_display(s->info.problem);
+    const auto known = defaults.find(key);
+    if (known == defaults.end() || *r.median_ms < known->second.ms)
+      defaults[key] = DefaultRun{*r.median_ms, r.metric};
   }
+  return defaults;
+}
+
+std::set<std::string> declared_baseline_families(const std::vector<const SweepView*>& sweeps) {
+  std::set<std::string> families;
+  for (const SweepView* s : sweeps) {
+    const auto b = s->description.find("baselines");
+    if (b != s->description.end() && b->is_array())
+      for (const json& name : *b)
+        if (name.is_string()) families.insert(name.get<std::string>());
+  }
+  return families;
+}
+
+void choose_size_unit(SizeData& d) {
   std::set<std::string> units;
   bool all_metric = true;
-  for (const auto& entry : best) {
+  for (const auto& entry : d.best) {
     if (!entry.second.metric || !std::isfinite(*entry.second.metric) || entry.second.unit.empty())
       all_metric = false;
     units.insert(entry.second.unit);
   }
-  const bool by_metric = all_metric && units.size() == 1;
-  const std::string unit = by_metric ? *units.begin() : "ms";
-  const std::string title = std::string(by_metric ? "Best " + esc(unit, 20) : "Best time") + title_base;
+  d.by_metric = all_metric && units.size() == 1;
+  d.unit = d.by_metric ? *units.begin() : "ms";
+}
 
-  struct Series {
-    std::string label;  // escaped
-    bool dashed = false;
-    std::vector<Point> points;
-  };
+// A point of `problem` at y, its tooltip the problem's size and then `what`.
+Point size_point(const ProblemKey& problem, double y, const std::string& what) {
+  const std::string size = esc(problem_display(problem), 120);
+  return {problem_elements(problem), y, size, size + ": " + what};
+}
+
+// The problem's best, on the line of its argument set.
+void add_tuned_point(const SizeData& d, const ProblemBest& p, std::map<std::string, Series>& tuned) {
+  const std::string args = args_display(p.problem);
+  Series& series = tuned[args];
+  if (series.label.empty())
+    series.label = "tuned" + (args.empty() ? std::string() : " (" + esc(args, 80) + ")");
+  const double y = d.by_metric ? *p.metric : p.ms;
+  series.points.push_back(size_point(
+      p.problem, y, value_text(y) + " " + esc(d.unit, 20) + " (sweep " + std::to_string(p.sweep) + ")"));
+}
+
+void add_default_point(const SizeData& d, const std::string& key, const ProblemKey& problem, Series& series) {
+  const auto it = d.defaults.find(key);
+  if (it == d.defaults.end()) return;
+  const std::optional<double> y = d.by_metric ? it->second.metric : std::optional<double>(it->second.ms);
+  if (y && std::isfinite(*y))
+    series.points.push_back(size_point(problem, *y, "default " + value_text(*y) + " " + esc(d.unit, 20)));
+}
+
+// Each baseline family's best stored result on the problem, in the chart's unit (by metric: only in the same
+// unit); baselines[i] is the i-th of d.baseline_families.
+void add_baseline_points(const Store& store, const SizeData& d, const ProblemKey& problem,
+                         std::vector<Series>& baselines) {
+  std::size_t i = 0;
+  for (const std::string& b : d.baseline_families) {
+    const auto stored = store.best(b, d.device, problem);
+    Series& series = baselines[i++];
+    if (!stored || !time_of(stored->record)) continue;
+    const std::optional<double> y =
+        d.by_metric ? (stored->record.metric_unit == d.unit ? stored->record.metric : std::nullopt)
+                    : stored->record.median_ms;
+    if (y && std::isfinite(*y) && *y > 0)
+      series.points.push_back(
+          size_point(problem, *y, esc(b, 80) + " " + value_text(*y) + " " + esc(d.unit, 20)));
+  }
+}
+
+// The lines with points: the tuned ones first (one per argument set; `tuned_count` of them), then the default
+// configuration's, then each baseline family's best stored.
+std::vector<Series> size_series(const Store& store, const SizeData& d, std::size_t& tuned_count) {
   std::map<std::string, Series> tuned;  // by problem args: each argument set is a line of its own
   Series default_series{"default configuration", true, {}};
   std::vector<Series> baselines;
-  for (const std::string& b : baseline_families)
+  for (const std::string& b : d.baseline_families)
     baselines.push_back({esc(b, 80) + " (best stored)", true, {}});
-  std::size_t b_index = 0;
-  for (const auto& entry : best) {
-    const Best& p = entry.second;
-    const double x = problem_elements(p.problem);
-    const std::string size = esc(problem_display(p.problem), 120);
-    const std::string args = args_display(p.problem);
-    Series& series = tuned[args];
-    if (series.label.empty())
-      series.label = "tuned" + (args.empty() ? std::string() : " (" + esc(args, 80) + ")");
-    const double y = by_metric ? *p.metric : p.ms;
-    series.points.push_back(
-        {x, y, size,
-         size + ": " + value_text(y) + " " + esc(unit, 20) + " (sweep " + std::to_string(p.sweep) + ")"});
-    const auto d = defaults.find(entry.first);
-    const std::optional<double> dy = d == defaults.end() ? std::nullopt
-                                     : by_metric         ? d->second.metric
-                                                         : std::optional<double>(d->second.ms);
-    if (dy && std::isfinite(*dy))
-      default_series.points.push_back(
-          {x, *dy, size, size + ": default " + value_text(*dy) + " " + esc(unit, 20)});
-    b_index = 0;
-    for (const std::string& b : baseline_families) {
-      const auto stored = store.best(b, device, p.problem);
-      Series& bs = baselines[b_index++];
-      if (!stored || !time_of(stored->record)) continue;
-      const std::optional<double> by =
-          by_metric ? (stored->record.metric_unit == unit ? stored->record.metric : std::nullopt)
-                    : stored->record.median_ms;
-      if (by && std::isfinite(*by) && *by > 0)
-        bs.points.push_back(
-            {x, *by, size, size + ": " + esc(b, 80) + " " + value_text(*by) + " " + esc(unit, 20)});
-    }
+  for (const auto& [key, p] : d.best) {
+    add_tuned_point(d, p, tuned);
+    add_default_point(d, key, p.problem, default_series);
+    add_baseline_points(store, d, p.problem, baselines);
   }
+  tuned_count = tuned.size();
   std::vector<Series> all;
   for (auto& entry : tuned) all.push_back(std::move(entry.second));
   if (!default_series.points.empty()) all.push_back(std::move(default_series));
   for (auto& b : baselines)
     if (!b.points.empty()) all.push_back(std::move(b));
+  return all;
+}
+
+// The x axis is labelled at the problems themselves: "1024x1024x1024" says more than 1.07e9 elements. Labels
+// closer than 110 pixels alternate between two rows.
+std::string problem_ticks(const std::vector<Series>& all, const Scale& x, double bottom) {
+  std::map<double, std::string> xlabels;
+  for (const Series& series : all)
+    for (const Point& p : series.points) xlabels.emplace(p.x, p.size_text);
+  std::string out;
+  std::size_t row = 0;
+  double last_x = -1e9;
+  for (const auto& [v, label] : xlabels) {
+    const double px_ = x(v);
+    row = px_ - last_x < 110 ? (row + 1) % 2 : 0;
+    last_x = px_;
+    out += line_el(px_, bottom, px_, bottom + 4 + 13.0 * row, std::string("stroke=\"") + axis_colour + "\"");
+    out += text_el(px_, bottom + 16 + 13.0 * row, label, "text-anchor=\"middle\" class=\"tt-small\"");
+  }
+  return out;
+}
+
+// Series i's colour: the first tuned line blue, the others of the palette's end; the default grey.
+std::string size_series_colour(std::size_t i, std::size_t tuned_count, const std::string& label) {
+  return i < tuned_count                    ? series_colour(i == 0 ? 0 : 4 + i)
+         : label == "default configuration" ? "#777"
+                                            : series_colour(i);
+}
+
+// A series' line and dots, and its key in the legend at (lx, ly).
+std::string series_lines(const Series& series, const Scale& x, const Scale& y, const std::string& colour,
+                         double lx, double ly) {
+  const std::string dash = series.dashed ? " stroke-dasharray=\"6 4\"" : "";
+  std::string points;
+  for (const Point& p : series.points) points += px(x(p.x)) + "," + px(y(p.y)) + " ";
+  std::string out = "<polyline points=\"" + points + "\" fill=\"none\" stroke=\"" + colour +
+                    "\" stroke-width=\"2.5\"" + dash + "/>";
+  for (const Point& p : series.points)
+    out += "<g><circle cx=\"" + px(x(p.x)) + "\" cy=\"" + px(y(p.y)) + "\" r=\"4.5\" fill=\"" + colour +
+           "\"/><title>" + p.tip + "</title></g>";
+  out += line_el(lx, ly, lx + 28, ly, "stroke=\"" + colour + "\" stroke-width=\"2.5\"" + dash);
+  return out + text_el(lx + 34, ly + 4, series.label);
+}
+
+std::string size_svg(std::vector<Series>& all, std::size_t tuned_count, const SizeData& d, std::int64_t id,
+                     const std::string& title) {
   double xlo = 0, xhi = 0, ylo = 0, yhi = 0;
   bool first = true;
   for (const Series& series : all)
@@ -1145,60 +1232,47 @@ std::string size_figure(const Store& store, const std::vector<const SweepView*>&
   x.hi = xhi * 2;
   x.p0 = left;
   x.p1 = left + plot_w;
-  const Scale y = scale_for(ylo, yhi, top + plot_h, top, by_metric ? 1e300 : 20, by_metric);
-  out +=
-      "<h4>" + title +
-      "</h4><p class=\"tt-sub\">the best ok configuration of each problem over the sweeps below; dashed: the "
-      "family's default configuration and its baselines where stored</p>";
-  out += svg_open("size", id, size_w, size_h, title);
-  for (const double v : y.ticks()) {
-    out += line_el(left, y(v), left + plot_w, y(v), "stroke=\"#eee\"");
-    out += text_el(left - 6, y(v) + 4, y.label(v), "text-anchor=\"end\"");
-  }
-  out +=
-      line_el(left, top + plot_h, left + plot_w, top + plot_h, std::string("stroke=\"") + axis_colour + "\"");
-  out += line_el(left, top, left, top + plot_h, std::string("stroke=\"") + axis_colour + "\"");
-  // The x axis is labelled at the problems themselves: "1024x1024x1024" says more than 1.07e9 elements.
-  std::map<double, std::string> xlabels;
-  for (const Series& series : all)
-    for (const Point& p : series.points) xlabels.emplace(p.x, p.size_text);
-  std::size_t row = 0;
-  double last_x = -1e9;
-  for (const auto& [v, label] : xlabels) {
-    const double px_ = x(v);
-    row = px_ - last_x < 110 ? (row + 1) % 2 : 0;
-    last_x = px_;
-    out += line_el(px_, top + plot_h, px_, top + plot_h + 4 + 13.0 * row,
-                   std::string("stroke=\"") + axis_colour + "\"");
-    out += text_el(px_, top + plot_h + 16 + 13.0 * row, label, "text-anchor=\"middle\" class=\"tt-small\"");
-  }
+  const Scale y = scale_for(ylo, yhi, top + plot_h, top, d.by_metric ? 1e300 : 20, d.by_metric);
+  std::string out = svg_open("size", id, size_w, size_h, title);
+  out += y_grid(y, left, plot_w, false) + axis_lines(left, top, plot_w, plot_h) +
+         problem_ticks(all, x, top + plot_h);
   out +=
       text_el(left + plot_w / 2, size_h - 6, "problem size (elements of the problem's dimensions, log scale)",
               "text-anchor=\"middle\" class=\"tt-axis-name\"");
-  out += text_el(14, top + plot_h / 2, esc(unit, 20),
-                 "text-anchor=\"middle\" class=\"tt-axis-name\" transform=\"rotate(-90 14 " +
-                     px(top + plot_h / 2) + ")\"");
+  out += y_axis_name(14, top + plot_h / 2, esc(d.unit, 20));
   for (std::size_t i = 0; i < all.size(); ++i) {
     Series& series = all[i];
     std::sort(series.points.begin(), series.points.end(),
               [](const Point& a, const Point& b) { return a.x < b.x; });
-    const std::string colour = i < tuned.size()                          ? series_colour(i == 0 ? 0 : 4 + i)
-                               : series.label == "default configuration" ? "#777"
-                                                                         : series_colour(i);
-    std::string points;
-    for (const Point& p : series.points) points += px(x(p.x)) + "," + px(y(p.y)) + " ";
-    out += "<polyline points=\"" + points + "\" fill=\"none\" stroke=\"" + colour +
-           "\" stroke-width=\"2.5\"" + (series.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>";
-    for (const Point& p : series.points)
-      out += "<g><circle cx=\"" + px(x(p.x)) + "\" cy=\"" + px(y(p.y)) + "\" r=\"4.5\" fill=\"" + colour +
-             "\"/><title>" + p.tip + "</title></g>";
-    const double ly = top + 10 + 20.0 * static_cast<double>(i), lx = left + plot_w + 24;
-    out += line_el(lx, ly, lx + 28, ly,
-                   "stroke=\"" + colour + "\" stroke-width=\"2.5\"" +
-                       (series.dashed ? " stroke-dasharray=\"6 4\"" : ""));
-    out += text_el(lx + 34, ly + 4, series.label);
+    out += series_lines(series, x, y, size_series_colour(i, tuned_count, series.label), left + plot_w + 24,
+                        top + 10 + 20.0 * static_cast<double>(i));
   }
-  return out + "</svg></figure>";
+  return out + "</svg>";
+}
+
+std::string size_figure(const Store& store, const std::vector<const SweepView*>& sweeps, std::int64_t id) {
+  const std::string family = sweeps.front()->info.family;
+  SizeData d;
+  d.device = sweeps.front()->info.device.name;
+  d.best = best_by_problem(sweeps);
+  d.defaults = defaults_by_problem(sweeps);
+  d.baseline_families = declared_baseline_families(sweeps);
+  const std::string title_base = " vs problem size: " + esc(family, 80) + " on " + esc(d.device, 120);
+  std::string out = "<figure class=\"tt-figure tt-wide\" id=\"size-" + std::to_string(id) + "\">";
+  if (d.best.empty()) {
+    const std::string title = "Best time" + title_base;
+    return out + "<h4>" + title + "</h4>" + placeholder_svg("size", id, size_w, size_h, "no measured sweep") +
+           "</figure>";
+  }
+  choose_size_unit(d);
+  const std::string title = std::string(d.by_metric ? "Best " + esc(d.unit, 20) : "Best time") + title_base;
+  std::size_t tuned_count = 0;
+  std::vector<Series> all = size_series(store, d, tuned_count);
+  out +=
+      "<h4>" + title +
+      "</h4><p class=\"tt-sub\">the best ok configuration of each problem over the sweeps below; dashed: the "
+      "family's default configuration and its baselines where stored</p>";
+  return out + size_svg(all, tuned_count, d, id, title) + "</figure>";
 }
 
 // ---- page ----
