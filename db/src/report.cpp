@@ -1387,116 +1387,166 @@ for (const select of document.querySelectorAll('select.tt-pair')) {
 }
 )";
 
-}  // namespace
-
-std::string render_report(const std::filesystem::path& database, const ReportOptions& options) {
-  const Store store = Store::open(database, Store::Mode::read_only);
-  const std::string where = database.string();
-
+// The sweeps named by id, each once in the order given, each of the family and on the device asked for.
+std::vector<SweepInfo> sweeps_by_id(const Store& store, const ReportOptions& options,
+                                    const std::string& where) {
   std::vector<SweepInfo> selected;
-  if (!options.sweep_ids.empty()) {
-    std::set<std::int64_t> seen;
-    for (const std::int64_t id : options.sweep_ids) {
-      if (!seen.insert(id).second) continue;
-      const auto s = store.sweep(id);
-      if (!s) throw StoreError("no sweep " + std::to_string(id) + " in " + where);
-      if (!options.family.empty() && s->family != options.family)
-        throw StoreError("sweep " + std::to_string(id) + " is of family " + quoted(s->family) + ", not " +
-                         quoted(options.family));
-      if (!options.device_name.empty() && s->device.name != options.device_name)
-        throw StoreError("sweep " + std::to_string(id) + " ran on " + quoted(s->device.name) + ", not " +
-                         quoted(options.device_name));
-      selected.push_back(*s);
-    }
-  } else {
-    selected = store.sweeps(options.family, options.device_name);
-    if (selected.empty()) {
-      const auto all = store.sweeps();
-      if (all.empty()) throw StoreError("no sweeps in " + where);
-      std::set<std::string> families, devices;
-      for (const auto& s : all) {
-        families.insert(s.family);
-        devices.insert(s.device.name);
-      }
-      const auto list = [](const std::set<std::string>& names) {
-        std::string text;
-        for (const auto& n : names) text += (text.empty() ? "" : ", ") + quoted(n);
-        return clipped(text, 300);
-      };
-      if (!options.family.empty() && !families.count(options.family))
-        throw StoreError("unknown family " + quoted(options.family) + " in " + where +
-                         " (it has: " + list(families) + ")");
-      if (!options.device_name.empty() && !devices.count(options.device_name))
-        throw StoreError("no device named " + quoted(options.device_name) + " in " + where +
-                         " (it has: " + list(devices) + ")");
-      throw StoreError("no sweep of family " + quoted(options.family) + " on " + quoted(options.device_name) +
-                       " in " + where);
-    }
+  std::set<std::int64_t> seen;
+  for (const std::int64_t id : options.sweep_ids) {
+    if (!seen.insert(id).second) continue;
+    const auto s = store.sweep(id);
+    if (!s) throw StoreError("no sweep " + std::to_string(id) + " in " + where);
+    if (!options.family.empty() && s->family != options.family)
+      throw StoreError("sweep " + std::to_string(id) + " is of family " + quoted(s->family) + ", not " +
+                       quoted(options.family));
+    if (!options.device_name.empty() && s->device.name != options.device_name)
+      throw StoreError("sweep " + std::to_string(id) + " ran on " + quoted(s->device.name) + ", not " +
+                       quoted(options.device_name));
+    selected.push_back(*s);
   }
+  return selected;
+}
 
-  std::vector<SweepView> views;
-  views.reserve(selected.size());
-  for (const SweepInfo& info : selected) views.push_back(view_of(store, info));
-  // Device, then family, then problem size: the order a reader compares them in.
-  std::stable_sort(views.begin(), views.end(), [](const SweepView& a, const SweepView& b) {
-    if (a.info.device.name != b.info.device.name) return a.info.device.name < b.info.device.name;
-    if (a.info.device.uuid != b.info.device.uuid) return a.info.device.uuid < b.info.device.uuid;
-    if (a.info.family != b.info.family) return a.info.family < b.info.family;
-    const double pa = problem_elements(a.info.problem), pb = problem_elements(b.info.problem);
-    if (pa != pb) return pa < pb;
-    return a.info.id < b.info.id;
-  });
+std::string quoted_list(const std::set<std::string>& names) {
+  std::string text;
+  for (const auto& n : names) text += (text.empty() ? "" : ", ") + quoted(n);
+  return clipped(text, 300);
+}
 
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-      "script-src 'unsafe-inline'; img-src data:\">"
-      "<title>tiletune report</title><style>" +
-      std::string(style) + "</style></head><body>";
-  // One hatch pattern for every heatmap's "not in this sweep" cells.
-  out +=
-      "<svg width=\"0\" height=\"0\" style=\"position:absolute\" aria-hidden=\"true\"><defs><pattern "
-      "id=\"tt-hatch\" "
-      "width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect "
-      "width=\"6\" "
-      "height=\"6\" fill=\"#fafafa\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#d8d8d8\" "
-      "stroke-width=\"2\"/></pattern></defs></svg>";
-  out += "<main><h1>tiletune report</h1><p class=\"tt-sub\">database <code>" +
-         esc(options.database_label.empty() ? where : options.database_label, 400) + "</code>; generated " +
-         esc(options.generated_at.empty() ? sql::utc_now_iso8601() : options.generated_at, 40) +
-         " by tiletune " + TILETUNE_VERSION + " (git <code>" + TILETUNE_GIT_SHA + "</code>)";
+// Why no sweep is of the family and on the device asked for: no sweeps at all, an unknown family, an unknown
+// device, or no sweep of the two together.
+[[noreturn]] void throw_none_selected(const Store& store, const ReportOptions& options,
+                                      const std::string& where) {
+  const auto all = store.sweeps();
+  if (all.empty()) throw StoreError("no sweeps in " + where);
+  std::set<std::string> families, devices;
+  for (const auto& s : all) {
+    families.insert(s.family);
+    devices.insert(s.device.name);
+  }
+  if (!options.family.empty() && !families.count(options.family))
+    throw StoreError("unknown family " + quoted(options.family) + " in " + where +
+                     " (it has: " + quoted_list(families) + ")");
+  if (!options.device_name.empty() && !devices.count(options.device_name))
+    throw StoreError("no device named " + quoted(options.device_name) + " in " + where +
+                     " (it has: " + quoted_list(devices) + ")");
+  throw StoreError("no sweep of family " + quoted(options.family) + " on " + quoted(options.device_name) +
+                   " in " + where);
+}
+
+std::vector<SweepInfo> selected_sweeps(const Store& store, const ReportOptions& options,
+                                       const std::string& where) {
+  if (!options.sweep_ids.empty()) return sweeps_by_id(store, options, where);
+  std::vector<SweepInfo> selected = store.sweeps(options.family, options.device_name);
+  if (selected.empty()) throw_none_selected(store, options, where);
+  return selected;
+}
+
+// Device, then family, then problem size: the order a reader compares them in.
+bool reads_before(const SweepView& a, const SweepView& b) {
+  if (a.info.device.name != b.info.device.name) return a.info.device.name < b.info.device.name;
+  if (a.info.device.uuid != b.info.device.uuid) return a.info.device.uuid < b.info.device.uuid;
+  if (a.info.family != b.info.family) return a.info.family < b.info.family;
+  const double pa = problem_elements(a.info.problem), pb = problem_elements(b.info.problem);
+  if (pa != pb) return pa < pb;
+  return a.info.id < b.info.id;
+}
+
+// The document's head, and one hatch pattern for every heatmap's "not in this sweep" cells.
+std::string page_start() {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+         "'unsafe-inline'; "
+         "script-src 'unsafe-inline'; img-src data:\">"
+         "<title>tiletune report</title><style>" +
+         std::string(style) +
+         "</style></head><body>"
+         "<svg width=\"0\" height=\"0\" style=\"position:absolute\" aria-hidden=\"true\"><defs><pattern "
+         "id=\"tt-hatch\" "
+         "width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect "
+         "width=\"6\" "
+         "height=\"6\" fill=\"#fafafa\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#d8d8d8\" "
+         "stroke-width=\"2\"/></pattern></defs></svg>";
+}
+
+// The title and what the report is of: the database, when and by what, the family and device asked for.
+std::string page_header(const ReportOptions& options, const std::string& where) {
+  std::string out = "<main><h1>tiletune report</h1><p class=\"tt-sub\">database <code>" +
+                    esc(options.database_label.empty() ? where : options.database_label, 400) +
+                    "</code>; generated " +
+                    esc(options.generated_at.empty() ? sql::utc_now_iso8601() : options.generated_at, 40) +
+                    " by tiletune " + TILETUNE_VERSION + " (git <code>" + TILETUNE_GIT_SHA + "</code>)";
   if (!options.family.empty()) out += "; family " + esc(options.family, 100);
   if (!options.device_name.empty()) out += "; device " + esc(options.device_name, 200);
-  out += "</p>";
+  return out + "</p>";
+}
 
-  // Every selected sweep in one table, each linking to its section.
-  out +=
+std::string sweep_row(const SweepView& s) {
+  const SweepInfo& i = s.info;
+  int ok = 0;
+  for (const auto& r : s.results) ok += r.record.outcome == Outcome::ok;
+  std::string best_text = "-";
+  if (s.winner) {
+    const ResultRecord& w = s.results[*s.winner].record;
+    best_text =
+        ms_text(*w.median_ms) + (w.metric ? ", " + value_text(*w.metric) + " " + esc(w.metric_unit, 20) : "");
+  }
+  return "<tr><td><a href=\"#sweep-" + std::to_string(i.id) + "\">" + std::to_string(i.id) + "</a></td><td>" +
+         esc(i.family, 80) + "</td><td>" + esc(problem_display(i.problem), 120) + "</td><td>" +
+         esc(i.device.name, 120) + "</td><td>" + esc(i.kind, 20) + "</td><td>" + esc(i.status, 20) +
+         "</td><td>" + esc(short_time(i.started_at), 40) + "</td><td>" +
+         (i.ended_at.empty() ? "-" : esc(short_time(i.ended_at), 40)) + "</td><td class=\"tt-num\">" +
+         std::to_string(s.results.size()) + "</td><td class=\"tt-num\">" + std::to_string(ok) + "</td><td>" +
+         best_text + "</td><td>" + esc(i.tiletune_version, 40) + " <code>" + esc(i.git_sha, 12) +
+         "</code></td></tr>";
+}
+
+// Every selected sweep in one table, each linking to its section.
+std::string sweeps_table(const std::vector<SweepView>& views) {
+  std::string out =
       "<h2>Sweeps</h2><table "
       "class=\"tt-sweeps\"><thead><tr><th>id</th><th>family</th><th>problem</th><th>device</th>"
       "<th>kind</th><th>status</th><th>started</th><th>ended</th><th>results</th><th>ok</th><th>best</"
       "th><th>tiletune</th>"
       "</tr></thead><tbody>";
-  for (const SweepView& s : views) {
-    const SweepInfo& i = s.info;
-    int ok = 0;
-    for (const auto& r : s.results) ok += r.record.outcome == Outcome::ok;
-    std::string best_text = "-";
-    if (s.winner) {
-      const ResultRecord& w = s.results[*s.winner].record;
-      best_text = ms_text(*w.median_ms) +
-                  (w.metric ? ", " + value_text(*w.metric) + " " + esc(w.metric_unit, 20) : "");
-    }
-    out += "<tr><td><a href=\"#sweep-" + std::to_string(i.id) + "\">" + std::to_string(i.id) +
-           "</a></td><td>" + esc(i.family, 80) + "</td><td>" + esc(problem_display(i.problem), 120) +
-           "</td><td>" + esc(i.device.name, 120) + "</td><td>" + esc(i.kind, 20) + "</td><td>" +
-           esc(i.status, 20) + "</td><td>" + esc(short_time(i.started_at), 40) + "</td><td>" +
-           (i.ended_at.empty() ? "-" : esc(short_time(i.ended_at), 40)) + "</td><td class=\"tt-num\">" +
-           std::to_string(s.results.size()) + "</td><td class=\"tt-num\">" + std::to_string(ok) +
-           "</td><td>" + best_text + "</td><td>" + esc(i.tiletune_version, 40) + " <code>" +
-           esc(i.git_sha, 12) + "</code></td></tr>";
-  }
-  out += "</tbody></table>";
+  for (const SweepView& s : views) out += sweep_row(s);
+  return out + "</tbody></table>";
+}
 
+std::string sweep_section(const Store& store, const SweepView& s) {
+  std::string out = "<section class=\"tt-sweep\" id=\"sweep-" + std::to_string(s.info.id) + "\"><h3>Sweep " +
+                    std::to_string(s.info.id) + ": " + esc(s.info.family, 120) + " at " +
+                    esc(problem_display(s.info.problem), 120) + " (" + esc(s.info.kind, 20) + ", " +
+                    esc(s.info.status, 20) + ")</h3>" + provenance(s);
+  out += "<div class=\"tt-row\">" + heatmap_figure(s) + distribution_figure(s) + "</div>" +
+         best_so_far_figure(s, store.best_so_far(s.info.id)) + outcomes_figure(s) + "</section>";
+  return out;
+}
+
+// The families of views [begin, end) (of one device, sorted): each its size chart and its sweeps' sections.
+// `group_id` numbers the families over the whole page.
+std::string family_sections(const Store& store, const std::vector<SweepView>& views, std::size_t begin,
+                            std::size_t end, std::int64_t& group_id) {
+  const std::string& device = views[begin].info.device.name;
+  std::string out;
+  for (std::size_t f = begin; f < end;) {
+    std::size_t g = f;
+    std::vector<const SweepView*> family_views;
+    while (g < end && views[g].info.family == views[f].info.family) family_views.push_back(&views[g++]);
+    ++group_id;
+    out += "<section class=\"tt-family\" id=\"family-" + std::to_string(group_id) + "\"><h2>" +
+           esc(views[f].info.family, 120) + " on " + esc(device, 200) + "</h2>";
+    out += size_figure(store, family_views, group_id);
+    for (const SweepView* s : family_views) out += sweep_section(store, *s);
+    out += "</section>";
+    f = g;
+  }
+  return out;
+}
+
+// A section per device (views sorted): its properties, then its families.
+std::string device_sections(const Store& store, const std::vector<SweepView>& views) {
+  std::string out;
   std::int64_t group_id = 0;
   for (std::size_t begin = 0; begin < views.size();) {
     const DeviceRecord& device = views[begin].info.device;
@@ -1507,28 +1557,26 @@ std::string render_report(const std::filesystem::path& database, const ReportOpt
     out += "<section class=\"tt-device-section\"><h2>Device: " + esc(device.name, 200) + " (" +
            esc(device.arch, 40) + ", " + std::to_string(device.sm_count) + " SMs)</h2>" +
            device_section(device);
-    for (std::size_t f = begin; f < end;) {
-      std::size_t g = f;
-      std::vector<const SweepView*> family_views;
-      while (g < end && views[g].info.family == views[f].info.family) family_views.push_back(&views[g++]);
-      ++group_id;
-      out += "<section class=\"tt-family\" id=\"family-" + std::to_string(group_id) + "\"><h2>" +
-             esc(views[f].info.family, 120) + " on " + esc(device.name, 200) + "</h2>";
-      out += size_figure(store, family_views, group_id);
-      for (const SweepView* s : family_views) {
-        out += "<section class=\"tt-sweep\" id=\"sweep-" + std::to_string(s->info.id) + "\"><h3>Sweep " +
-               std::to_string(s->info.id) + ": " + esc(s->info.family, 120) + " at " +
-               esc(problem_display(s->info.problem), 120) + " (" + esc(s->info.kind, 20) + ", " +
-               esc(s->info.status, 20) + ")</h3>" + provenance(*s);
-        out += "<div class=\"tt-row\">" + heatmap_figure(*s) + distribution_figure(*s) + "</div>" +
-               best_so_far_figure(*s, store.best_so_far(s->info.id)) + outcomes_figure(*s) + "</section>";
-      }
-      out += "</section>";
-      f = g;
-    }
-    out += "</section>";
+    out += family_sections(store, views, begin, end, group_id) + "</section>";
     begin = end;
   }
+  return out;
+}
+
+}  // namespace
+
+std::string render_report(const std::filesystem::path& database, const ReportOptions& options) {
+  const Store store = Store::open(database, Store::Mode::read_only);
+  const std::string where = database.string();
+  const std::vector<SweepInfo> selected = selected_sweeps(store, options, where);
+  std::vector<SweepView> views;
+  views.reserve(selected.size());
+  for (const SweepInfo& info : selected) views.push_back(view_of(store, info));
+  std::stable_sort(views.begin(), views.end(), reads_before);
+  std::string out = page_start();
+  out += page_header(options, where);
+  out += sweeps_table(views);
+  out += device_sections(store, views);
   out += "</main><script>" + std::string(script) + "</script></body></html>\n";
   return out;
 }
