@@ -277,13 +277,7 @@ const std::vector<ImportFormat>& import_formats() {
   return formats;
 }
 
-}  // namespace
-
-int cmd_import(const std::vector<std::string>& argv) {
-  Common c;
-  std::string input, format;
-  po::options_description desc("options");
-  add_common(desc, c, false, false);
+void add_import_options(po::options_description& desc, std::string& input, std::string& format, Common& c) {
   desc.add_options()("input,i", po::value(&input),
                      "JSON or CSV file written by 'tiletune export', or a Kernel Tuner cache file")(
       "format", po::value(&format),
@@ -292,26 +286,30 @@ int cmd_import(const std::vector<std::string>& argv) {
       "kernel_tuner: the device the cache was tuned on, a built-in profile or a JSON file (default: the "
       "stored "
       "device or built-in profile of the cache's device_name)");
-  po::positional_options_description pos;
-  pos.add("input", 1);
-  if (!parse(
-          "import",
-          "Reads results exported as JSON or CSV into the database, or a Kernel Tuner cache file as one "
-          "sweep\n"
-          "of --family (--format kernel_tuner; --size and --arg name the problem when its problem_size does\n"
-          "not). Sweeps already present are skipped; a malformed file changes nothing.",
-          desc, argv, &pos))
-    return 0;
+}
+
+const char* const kImportHelp =
+    "Reads results exported as JSON or CSV into the database, or a Kernel Tuner cache file as one "
+    "sweep\n"
+    "of --family (--format kernel_tuner; --size and --arg name the problem when its problem_size does\n"
+    "not). Sweeps already present are skipped; a malformed file changes nothing.";
+
+// The options checked before the file is opened, in this order.
+void check_import_options(const std::string& input, const std::string& format, const Common& c) {
   if (input.empty()) throw UsageError("import: give the JSON or CSV file (or Kernel Tuner cache) to read");
   if (!format.empty()) (void)find_format(import_formats(), format, import_choices);
   if (!c.device_profile.empty() && format != "kernel_tuner")
     throw UsageError("import: --device-profile applies to --format kernel_tuner only");
+}
+
+// The file's bytes. A CSV import holds at most CsvImportLimits::max_bytes: reading stops past that, whatever
+// the file's size.
+std::string read_import_file(const std::string& input, const std::string& format) {
   std::error_code ec;
   if (std::filesystem::is_directory(input, ec))
     throw std::runtime_error("cannot read " + input + ": a directory");
   std::ifstream in(input, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + input);
-  // A CSV import holds at most CsvImportLimits::max_bytes: reading stops past that, whatever the file's size.
   const std::size_t csv_limit = CsvImportLimits{}.max_bytes;
   std::string text;
   std::vector<char> buffer(std::size_t{1} << 16);
@@ -321,18 +319,15 @@ int cmd_import(const std::vector<std::string>& argv) {
     if (text.size() > csv_limit && (format.empty() ? format_of(text) : format) == "csv") break;
   }
   if (in.bad()) throw std::runtime_error("cannot read " + input);
-  const bool by_content = format.empty();
-  if (by_content) format = format_of(text);
-  if (format == "csv" && text.size() > csv_limit)
-    throw std::runtime_error(input + ": more than " + std::to_string(csv_limit) +
-                             " bytes, more than a CSV import reads (nothing imported)");
-  Store store = Store::open(c.db);
-  const std::vector<KernelFamily> known = families(c);
-  const auto unchecked = std::make_shared<UncheckedImports>();
-  store.check_imports_with(import_plan_check(known, unchecked));
-  ImportSummary s;
+  return text;
+}
+
+// Stores `text` read as `format`; a file the store refuses is one line naming `input`, and changes nothing. A
+// Kernel Tuner cache taken for a JSON export by its content gets a hint.
+ImportSummary import_text(Store& store, const std::string& input, const std::string& text,
+                          const std::string& format, bool by_content, const Common& c) {
   try {
-    s = find_format(import_formats(), format, import_choices).read(store, text, c);
+    return find_format(import_formats(), format, import_choices).read(store, text, c);
   } catch (const StoreError& e) {
     std::string why = e.what();
     if (why.rfind("import: ", 0) == 0) why.erase(0, 8);
@@ -340,6 +335,32 @@ int cmd_import(const std::vector<std::string>& argv) {
       why += "; a Kernel Tuner cache? read it with --format kernel_tuner --family NAME";
     throw std::runtime_error(input + ": " + why + " (nothing imported)");
   }
+}
+
+}  // namespace
+
+int cmd_import(const std::vector<std::string>& argv) {
+  Common c;
+  std::string input, format;
+  po::options_description desc("options");
+  add_common(desc, c, false, false);
+  add_import_options(desc, input, format, c);
+  po::positional_options_description pos;
+  pos.add("input", 1);
+  if (!parse("import", kImportHelp, desc, argv, &pos)) return 0;
+  check_import_options(input, format, c);
+  const std::string text = read_import_file(input, format);
+  const bool by_content = format.empty();
+  if (by_content) format = format_of(text);
+  const std::size_t csv_limit = CsvImportLimits{}.max_bytes;
+  if (format == "csv" && text.size() > csv_limit)
+    throw std::runtime_error(input + ": more than " + std::to_string(csv_limit) +
+                             " bytes, more than a CSV import reads (nothing imported)");
+  Store store = Store::open(c.db);
+  const std::vector<KernelFamily> known = families(c);
+  const auto unchecked = std::make_shared<UncheckedImports>();
+  store.check_imports_with(import_plan_check(known, unchecked));
+  const ImportSummary s = import_text(store, input, text, format, by_content, c);
   std::cout << "imported " << s.sweeps_added << " sweeps (" << s.results_added << " results), skipped "
             << s.sweeps_skipped << " already present\n";
   if (const std::string line = unchecked_imports_line(*unchecked); !line.empty()) std::cout << line << "\n";
