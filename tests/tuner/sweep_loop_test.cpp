@@ -282,6 +282,46 @@ TEST_F(SweepLoop, AnInterruptedSweepResumesWithWhatIsLeft) {
   EXPECT_EQ(store.sweep(a.sweep_id)->status, "done");
 }
 
+// A resumed sweep with a budget measures what is left of it, not the budget again; one that had spent it all
+// measures nothing and is done.
+TEST_F(SweepLoop, AResumedSweepMeasuresWhatIsLeftOfItsBudget) {
+  Store store = Store::open(db_dir.path / "a.db");
+  std::atomic<bool> stop{false};
+  FakeWorker first;
+  first.stop_after = &stop;
+  first.stop_after_measures = 5;
+  SweepOptions options;
+  options.strategy = "random";
+  options.budget = 12;
+  const SweepSummary a = sweep(store, first, options, &stop);
+  ASSERT_TRUE(a.interrupted);
+  ASSERT_EQ(first.measures, 5);
+
+  FakeWorker second;
+  options.resume = true;
+  const SweepSummary b = sweep(store, second, options);
+  EXPECT_EQ(b.sweep_id, a.sweep_id);
+  EXPECT_EQ(second.measured.size(), 7u);  // 12 - 5
+  EXPECT_NE(log.find("5 of them measured, 7 left of the budget of 12"), std::string::npos) << log;
+  for (const auto& [launch, n] : second.measured) EXPECT_EQ(first.measured.count(launch), 0u);
+  EXPECT_EQ(store.sweep(a.sweep_id)->status, "done");
+
+  std::atomic<bool> stop_c{false};
+  FakeWorker third;
+  third.stop_after = &stop_c;
+  third.stop_after_measures = 4;
+  options.resume = false;
+  options.budget = 4;
+  const SweepSummary c = sweep(store, third, options, &stop_c);
+  ASSERT_TRUE(c.interrupted);
+  FakeWorker fourth;
+  options.resume = true;
+  const SweepSummary d = sweep(store, fourth, options);
+  EXPECT_EQ(d.sweep_id, c.sweep_id);
+  EXPECT_TRUE(fourth.measured.empty());
+  EXPECT_EQ(store.sweep(c.sweep_id)->status, "done");
+}
+
 TEST_F(SweepLoop, ShardsSplitTheSpaceAndTogetherFindTheSameBest) {
   Store whole_store = Store::open(db_dir.path / "whole.db");
   FakeWorker whole_worker;

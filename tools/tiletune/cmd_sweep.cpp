@@ -343,77 +343,94 @@ void print_main_job_head(const Work& work, const Pools& gpus, const SweepOptions
             << "\n";
 }
 
-// The newest sweep of the problem on one of these GPUs, if any.
-std::optional<SweepInfo> newest_sweep_on(const Store& store, const KernelFamily& family,
-                                         const ProblemKey& problem, const std::vector<std::string>& uuids) {
-  for (const auto& s : store.sweeps(family.name, "", problem))
-    if (s.kind == "sweep" && std::find(uuids.begin(), uuids.end(), s.device.uuid) != uuids.end()) return s;
-  return std::nullopt;
-}
-
-// A finished sweep as the main job's table shows it.
-SweepSummary stored_summary(const Store& store, const SweepInfo& s) {
+// A finished sweep as the main job's table shows it: what it measured, and the problem's best on this model.
+SweepSummary stored_summary(const Store& store, const SweepInfo& s, const ProblemKey& problem) {
   SweepSummary summary;
   summary.sweep_id = s.id;
   summary.strategy = s.strategy;
-  summary.measured = static_cast<int>(s.result_count);
-  const auto top = store.results(s.id, 1);
-  if (!top.empty() && top.front().record.outcome == Outcome::ok) summary.best = top.front();
+  for (const auto& r : store.results(s.id)) summary.measured += r.record.outcome != Outcome::pruned;
+  summary.best = store.best(s.family, s.device.name, problem);
   return summary;
 }
 
-// The main job with --resume continues where it stopped: a problem whose newest sweep on these GPUs is done
-// is passed over (its stored summary is returned), an unfinished one continues, any other starts afresh.
+// The main job with --resume continues where it stopped: a problem whose newest sweep on these GPUs (of this
+// shard, template and parameter list) is done is passed over (its stored summary is returned), an unfinished
+// one continues, any other starts afresh.
 std::optional<SweepSummary> resume_main_job(const Store& store, const KernelFamily& family,
                                             const ProblemKey& problem, const std::vector<std::string>& uuids,
                                             SweepOptions& one) {
-  const auto prior = newest_sweep_on(store, family, problem, uuids);
+  const auto prior = newest_matching_sweep(store, family, problem, uuids, one.shard);
   one.resume = prior.has_value();
+  one.resume_sweep = prior ? prior->id : 0;
   if (!prior || prior->status != "done") return std::nullopt;
   std::cout << family.name << " at " << problem.text() << ": sweep " << prior->id
             << " is done, passed over\n";
-  return stored_summary(store, *prior);
+  return stored_summary(store, *prior, problem);
+}
+
+// What the problems of one run share: the GPUs, the database, the options, and the rows of the main job's
+// table.
+struct Job {
+  Pools& gpus;
+  Store& store;
+  const CompileCache& cache;
+  const SweepOptions& options;
+  bool main_job;
+  std::vector<SweptProblem> rows;
+  int status = 0;  // 130 once a sweep was interrupted
+};
+
+// The line that continues an interrupted sweep.
+void print_continue_hint(const Job& job, const KernelFamily& family, const ProblemKey& problem,
+                         const std::vector<Worker*>& pool) {
+  if (job.main_job) {
+    std::cout << "interrupted: continue the main job with 'tiletune sweep --resume' and the same options\n";
+    return;
+  }
+  std::cout << "interrupted: continue with 'tiletune sweep --family " << family.name << " --size "
+            << problem.size_text() << (problem.args.empty() ? "" : " --arg " + problem.args_text())
+            << gpu_option(pool) << " --resume'\n";
+}
+
+// One problem on pool p; false when the main job's --resume passed over it.
+bool sweep_problem(Job& job, const KernelFamily& family, const ProblemKey& problem, std::size_t p) {
+  if (job.gpus.pools.size() > 1) std::cout << "\n-- on " << job.gpus.names[p] << "\n";
+  SweepOptions one = job.options;
+  if (job.main_job && one.resume)
+    if (auto done = resume_main_job(job.store, family, problem, job.gpus.uuids[p], one)) {
+      job.rows.push_back({&family, problem, job.gpus.names[p], std::move(*done)});
+      return false;
+    }
+  const SweepSummary s =
+      run_sweep(family, problem, job.store, job.gpus.pools[p], job.cache, one, std::cout, &g_stop);
+  print_summary(family, problem, s, job.store);
+  job.rows.push_back({&family, problem, job.gpus.names[p], s});
+  if (s.interrupted) {
+    print_continue_hint(job, family, problem, job.gpus.pools[p]);
+    job.status = 130;
+  }
+  return true;
 }
 
 // Sweeps every problem on every GPU model in turn; the exit status (130 when interrupted).
-int run_work(const Work& work, const std::vector<double>& planned, Pools& gpus, Store& store,
-             const CompileCache& cache, const SweepOptions& o, bool main_job) {
-  int status = 0;
+int run_work(const Work& work, const std::vector<double>& planned, Job& job) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  double planned_done = 0;
-  std::vector<SweptProblem> rows;
+  double planned_done = 0;  // what the problems swept in this run planned (passed-over ones took no time)
   for (std::size_t w = 0; w < work.size() && !g_stop; ++w) {
-    const auto& [family, problem] = work[w];
-    for (std::size_t p = 0; p < gpus.pools.size() && !g_stop; ++p) {
-      if (gpus.pools.size() > 1) std::cout << "\n-- on " << gpus.names[p] << "\n";
-      SweepOptions one = o;
-      if (main_job && o.resume)
-        if (auto done = resume_main_job(store, *family, problem, gpus.uuids[p], one)) {
-          rows.push_back({family, problem, gpus.names[p], std::move(*done)});
-          continue;
-        }
-      const SweepSummary s =
-          run_sweep(*family, problem, store, gpus.pools[p], cache, one, std::cout, &g_stop);
-      print_summary(*family, problem, s, store);
-      rows.push_back({family, problem, gpus.names[p], s});
-      if (s.interrupted) {
-        std::cout << "interrupted: continue with 'tiletune sweep --family " << family->name << " --size "
-                  << problem.size_text() << (problem.args.empty() ? "" : " --arg " + problem.args_text())
-                  << gpu_option(gpus.pools[p]) << " --resume'\n";
-        status = 130;
-      }
-    }
-    planned_done += planned[w];
-    if (!main_job) continue;
+    bool swept = false;
+    for (std::size_t p = 0; p < job.gpus.pools.size() && !g_stop; ++p)
+      swept = sweep_problem(job, *work[w].first, work[w].second, p) || swept;
+    if (swept) planned_done += planned[w];
+    if (!job.main_job) continue;
     double left = 0;
     for (std::size_t k = w + 1; k < work.size(); ++k) left += planned[k];
     print_overall(w + 1, work.size(), elapsed(), planned_done, left);
   }
-  if (main_job) print_main_job_table(rows, gpus.pools.size() > 1, elapsed());
-  return status;
+  if (job.main_job) print_main_job_table(job.rows, job.gpus.pools.size() > 1, elapsed());
+  return job.status;
 }
 
 struct SweepArgs {
@@ -484,7 +501,8 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (args.main_job) print_main_job_head(work, gpus, o);
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  return run_work(work, planned, gpus, store, cache, o, args.main_job);
+  Job job{gpus, store, cache, o, args.main_job, {}};
+  return run_work(work, planned, job);
 }
 
 }  // namespace tiletune::cli

@@ -149,9 +149,12 @@ class SweepRun {
   const DeviceLimits& device() const { return devices_.front(); }
 
   void resume() {
-    resume_ = sweep::find_resume(store_, family_, problem_, devices_, options_.shard);
+    resume_ = sweep::find_resume(store_, family_, problem_, devices_, options_.shard, options_.resume_sweep);
     summary_.sweep_id = resume_.prior->id;
-    printer_.resuming(resume_.prior->id, resume_.done.size());
+    printer_.resuming(resume_.prior->id, resume_.done.size(), resume_.measured, options_.budget);
+    if (!options_.budget) return;
+    spent_ = resume_.measured >= options_.budget;
+    options_.budget = spent_ ? 1 : options_.budget - resume_.measured;
   }
 
   // The strategy as stored: a shard's and a pool's sweep say so.
@@ -221,7 +224,7 @@ class SweepRun {
   }
 
   bool keep_dealing() const {
-    if (stop_requested_ && stop_requested_->load()) return false;
+    if (spent_ || (stop_requested_ && stop_requested_->load())) return false;
     return !(options_.time_limit_s > 0 && since_start() >= options_.time_limit_s);
   }
 
@@ -260,7 +263,7 @@ class SweepRun {
   Store& store_;
   const std::vector<Worker*>& workers_;
   const CompileCache& cache_;
-  const SweepOptions& options_;
+  SweepOptions options_;  // a resumed sweep's budget is what is left of it
   std::ostream& out_;
   const std::atomic<bool>* stop_requested_;
   const Clock::time_point t0_ = Clock::now();
@@ -273,6 +276,7 @@ class SweepRun {
   sweep::ResumePoint resume_;
   sweep::Candidates candidates_;
   std::size_t total_ = 0;
+  bool spent_ = false;  // a resumed sweep that had measured its whole budget
 };
 
 }  // namespace

@@ -38,7 +38,10 @@ struct MeasureSettings {
 };
 
 struct SweepOptions {
+  // Continue the newest unfinished sweep of the problem (or the one resume_sweep names): what it stored is
+  // passed over, and what it measured counts against the budget.
   bool resume = false;
+  std::int64_t resume_sweep = 0;
   // brute_force, random, annealing, guided, or auto: brute force where the runnable configurations number at
   // most the budget (or there is none), guided search with the budget otherwise (a random sample where
   // XGBoost cannot be opened; see resolve_strategy).
@@ -99,6 +102,12 @@ std::string resolve_strategy(const std::string& strategy, std::size_t runnable, 
 // calling thread deals out (see make_strategies), and the calling thread alone writes to the store. The
 // workers' GPUs must be one model (SweepError otherwise); the sweep is stored under the first, and its
 // strategy says how many GPUs measured. A worker that times out or dies costs only its own configuration.
+// The newest sweep of the problem on one of these GPUs (by uuid), of this shard, with the family's template
+// and parameter list as they are now: the one a resume continues, or that already swept the problem.
+std::optional<SweepInfo> newest_matching_sweep(const Store& store, const KernelFamily& family,
+                                               const ProblemKey& problem,
+                                               const std::vector<std::string>& uuids, const Shard& shard);
+
 SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store,
                        const std::vector<Worker*>& workers, const CompileCache& cache,
                        const SweepOptions& options, std::ostream& out,

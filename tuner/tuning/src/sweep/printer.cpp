@@ -33,8 +33,13 @@ std::string head(const SpaceLine& l) {
 
 }  // namespace
 
-void Printer::resuming(std::int64_t sweep_id, std::size_t stored) const {
-  out_ << "resuming sweep " << sweep_id << ": " << stored << " configurations already stored\n";
+void Printer::resuming(std::int64_t sweep_id, std::size_t stored, std::size_t measured,
+                       std::size_t budget) const {
+  out_ << "resuming sweep " << sweep_id << ": " << stored << " configurations already stored";
+  if (budget)
+    out_ << ", " << measured << " of them measured, " << (measured < budget ? budget - measured : 0)
+         << " left of the budget of " << budget;
+  out_ << "\n";
 }
 
 void Printer::enumerated(const SpaceLine& l, const std::string& why_strategy) const {

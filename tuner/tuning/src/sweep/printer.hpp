@@ -40,7 +40,8 @@ class Printer {
  public:
   Printer(std::ostream& out, const SweepOptions& options) : out_(out), options_(options) {}
 
-  void resuming(std::int64_t sweep_id, std::size_t stored) const;
+  // budget: the sweep's (0: none), of which `measured` were spent before.
+  void resuming(std::int64_t sweep_id, std::size_t stored, std::size_t measured, std::size_t budget) const;
   void enumerated(const SpaceLine& line, const std::string& why_strategy) const;
   void sampled(const SpaceLine& line) const;
   // The GPUs a sweep measures on (nothing for one).

@@ -41,11 +41,11 @@ void check_resumable(const SweepInfo& prior, const KernelFamily& family,
 }  // namespace
 
 ResumePoint find_resume(const Store& store, const KernelFamily& family, const ProblemKey& problem,
-                        const std::vector<DeviceLimits>& devices, const Shard& shard) {
+                        const std::vector<DeviceLimits>& devices, const Shard& shard, std::int64_t id) {
   ResumePoint point;
   for (const auto& s : store.sweeps(family.name, "", problem))
     if (s.kind == "sweep" && s.status != "done" && shard_of(s.strategy) == shard.text() &&
-        (devices.size() == 1 || ran_on_one_of(s, devices))) {
+        (id ? s.id == id : devices.size() == 1 || ran_on_one_of(s, devices))) {
       point.prior = s;
       break;
     }
@@ -54,7 +54,23 @@ ResumePoint find_resume(const Store& store, const KernelFamily& family, const Pr
                      (shard.whole() ? "" : " in shard " + shard.text()));
   check_resumable(*point.prior, family, devices);
   for (auto& k : store.stored_param_keys(point.prior->id)) point.done.insert(std::move(k));
+  for (const auto& r : store.results(point.prior->id)) point.measured += r.record.outcome != Outcome::pruned;
   return point;
 }
 
 }  // namespace tiletune::sweep
+
+namespace tiletune {
+
+std::optional<SweepInfo> newest_matching_sweep(const Store& store, const KernelFamily& family,
+                                               const ProblemKey& problem,
+                                               const std::vector<std::string>& uuids, const Shard& shard) {
+  for (const auto& s : store.sweeps(family.name, "", problem))
+    if (s.kind == "sweep" && sweep::shard_of(s.strategy) == shard.text() &&
+        std::find(uuids.begin(), uuids.end(), s.device.uuid) != uuids.end() &&
+        s.template_hash == family.template_hash && s.space_hash == family.space_hash())
+      return s;
+  return std::nullopt;
+}
+
+}  // namespace tiletune
