@@ -76,7 +76,12 @@ class GuidedStrategy : public Strategy {
     batch_.erase(
         std::remove_if(batch_.begin(), batch_.end(), [&](std::size_t i) { return measured(times, i); }),
         batch_.end());
-    if (batch_.empty()) propose(times, std::min(options_.batch, budget_ - done), done);
+    if (batch_.empty()) {
+      const std::size_t count = std::min(options_.batch, budget_ - done);
+      ahead_ =
+          std::min(options_.ahead, budget_ - done - count);  // never compile what the budget cannot measure
+      propose(times, count, done);
+    }
     if (batch_.empty()) return std::nullopt;
     const std::size_t pick = batch_.front();
     batch_.erase(batch_.begin());
@@ -106,7 +111,7 @@ class GuidedStrategy : public Strategy {
     for (; first_pos_ < options_.first.size() && batch_.size() < count; ++first_pos_)
       if (!measured(times, options_.first[first_pos_])) batch_.push_back(options_.first[first_pos_]);
     if (!batch_.empty()) {
-      for (std::size_t j = first_pos_; j < options_.first.size() && tail_.size() < options_.ahead; ++j)
+      for (std::size_t j = first_pos_; j < options_.first.size() && tail_.size() < ahead_; ++j)
         if (!measured(times, options_.first[j])) tail_.push_back(options_.first[j]);
       return;
     }
@@ -114,8 +119,7 @@ class GuidedStrategy : public Strategy {
     std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
     if (done < options_.initial || !fit(times)) {
       if (options_.prior.empty()) {
-        const std::size_t n = std::min(count, open_now.size()),
-                          m = std::min(n + options_.ahead, open_now.size());
+        const std::size_t n = std::min(count, open_now.size()), m = std::min(n + ahead_, open_now.size());
         batch_.assign(open_now.begin(), open_now.begin() + static_cast<std::ptrdiff_t>(n));
         tail_.assign(open_now.begin() + static_cast<std::ptrdiff_t>(n),
                      open_now.begin() + static_cast<std::ptrdiff_t>(m));
@@ -143,7 +147,7 @@ class GuidedStrategy : public Strategy {
     for (std::size_t j = 0; j < open_now.size() && chosen.size() < count; ++j) chosen.insert(open_now[j]);
     for (std::size_t j : order)
       if (chosen.count(open_now[j])) batch_.push_back(open_now[j]);
-    for (std::size_t j = 0; j < order.size() && tail_.size() < options_.ahead; ++j)
+    for (std::size_t j = 0; j < order.size() && tail_.size() < ahead_; ++j)
       if (!chosen.count(open_now[order[j]])) tail_.push_back(open_now[order[j]]);
   }
 
@@ -179,6 +183,7 @@ class GuidedStrategy : public Strategy {
   std::size_t width_ = 0;
   std::vector<std::size_t> batch_;
   std::vector<std::size_t> tail_;  // the most promising after the batch, as the last fit ranked them
+  std::size_t ahead_ = 0;          // the tail's length: options_.ahead, or what the budget leaves
   std::size_t first_pos_ = 0;      // how far options_.first was dealt
 };
 

@@ -11,8 +11,9 @@ const std::vector<StrategyInfo>& strategy_registry() {
   static const std::vector<StrategyInfo> registry = {
       {"brute_force", "every runnable configuration, in space order", false, false, false, make_brute_force,
        nullptr},
-      {"random", "a seeded random sample, its order fixed up front (compiling runs ahead)", true, false,
-       false, make_random, make_lazy_random},
+      {"random",
+       "a seeded random sample, drawn in one shuffled order for any space size (compiling runs ahead)", true,
+       false, false, make_random, make_lazy_random},
       {"annealing",
        "simulated annealing over neighbouring configurations (one parameter one value away), one walker per "
        "GPU",

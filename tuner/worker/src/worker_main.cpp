@@ -700,6 +700,8 @@ std::function<void()> bind_library_call(GpuSide& w, const wire::BaselineRequest&
                                         const LibraryBinding& b) {
   switch (b.routine) {
     case LibraryRoutine::cublas_sgemm:
+      if (b.b_transposed)
+        throw CudaFailure{cudaErrorInvalidValue, req.library + ": cublas_sgemm has no transposed B"};
       return bind_sgemm(w, req, b.tf32);
     case LibraryRoutine::cublas_gemm_ex:
       return bind_gemm_ex(w, req, b.b_transposed, b.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
