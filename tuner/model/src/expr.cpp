@@ -363,23 +363,43 @@ class Evaluator {
   }
 
   [[gnu::noinline]] std::int64_t binary(Op op, std::int64_t a, std::int64_t b) const {
-    std::int64_t r = 0;
     switch (op) {
       case Op::add:
-        if (__builtin_add_overflow(a, b, &r)) overflow(step(a, "+", b));
-        return r;
       case Op::sub:
-        if (__builtin_sub_overflow(a, b, &r)) overflow(step(a, "-", b));
-        return r;
       case Op::mul:
-        if (__builtin_mul_overflow(a, b, &r)) overflow(step(a, "*", b));
-        return r;
+        return arithmetic(op, a, b);
       case Op::div:
       case Op::mod:
-        if (b == 0) fail("division by zero: " + step(a, op_text(op), b));
-        // The quotient 2^63 does not fit; C++ leaves both / and % undefined there (x86 traps).
-        if (a == int64_min && b == -1) overflow(step(a, op_text(op), b));
-        return op == Op::div ? a / b : a % b;
+        return quotient(op, a, b);
+      default:
+        return comparison(op, a, b);
+    }
+  }
+
+  // + - *, with their overflow checked.
+  [[gnu::noinline]] std::int64_t arithmetic(Op op, std::int64_t a, std::int64_t b) const {
+    std::int64_t r = 0;
+    if (op == Op::add) {
+      if (__builtin_add_overflow(a, b, &r)) overflow(step(a, "+", b));
+    } else if (op == Op::sub) {
+      if (__builtin_sub_overflow(a, b, &r)) overflow(step(a, "-", b));
+    } else if (__builtin_mul_overflow(a, b, &r)) {
+      overflow(step(a, "*", b));
+    }
+    return r;
+  }
+
+  // / and %.
+  [[gnu::noinline]] std::int64_t quotient(Op op, std::int64_t a, std::int64_t b) const {
+    if (b == 0) fail("division by zero: " + step(a, op_text(op), b));
+    // The quotient 2^63 does not fit; C++ leaves both / and % undefined there (x86 traps).
+    if (a == int64_min && b == -1) overflow(step(a, op_text(op), b));
+    return op == Op::div ? a / b : a % b;
+  }
+
+  // Comparisons and the logical operators, 0 or 1.
+  [[gnu::noinline]] std::int64_t comparison(Op op, std::int64_t a, std::int64_t b) const {
+    switch (op) {
       case Op::eq:
         return a == b;
       case Op::ne:
@@ -396,6 +416,8 @@ class Evaluator {
         return a != 0 && b != 0;
       case Op::logical_or:
         return a != 0 || b != 0;
+      default:
+        break;
     }
     fail("unknown operator");
   }
