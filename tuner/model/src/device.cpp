@@ -186,48 +186,53 @@ std::vector<std::string> profile_names() {
   return names;
 }
 
-DeviceLimits load_profile(const std::string& name_or_path) {
-  const auto profiles = builtin_profiles();
-  if (auto it = profiles.find(name_or_path); it != profiles.end()) return it->second;
+namespace {
+
+using Profiles = std::map<std::string, DeviceLimits>;
+
+[[noreturn]] void profile_error(const std::string& name_or_path, const std::string& what) {
+  throw std::runtime_error("device profile " + name_or_path + ": " + what);
+}
+
+std::string profile_list(const Profiles& profiles) {
+  std::string known;
+  for (const auto& [key, p] : profiles) known += (known.empty() ? "" : ", ") + key;
+  return known;
+}
+
+// The profile file's JSON object: readable, no NUL byte, not too deep, valid JSON, an object.
+json read_profile_json(const std::string& name_or_path, const Profiles& profiles) {
   std::ifstream in(name_or_path);
-  if (!in) {
-    std::string known;
-    for (const auto& [key, d] : profiles) known += (known.empty() ? "" : ", ") + key;
-    throw std::runtime_error("unknown device profile '" + name_or_path + "' (built-in: " + known +
-                             ", or a JSON file)");
-  }
+  if (!in)
+    throw std::runtime_error("unknown device profile '" + name_or_path +
+                             "' (built-in: " + profile_list(profiles) + ", or a JSON file)");
   std::ostringstream text;
   text << in.rdbuf();
-  if (const std::string why = nul_byte_problem(text.str()); !why.empty())
-    throw std::runtime_error("device profile " + name_or_path + ": " + why);
+  if (const std::string why = nul_byte_problem(text.str()); !why.empty()) profile_error(name_or_path, why);
   if (json_depth(text.str()) > kMaxJsonDepth)
-    throw std::runtime_error("device profile " + name_or_path + ": nested deeper than " +
-                             std::to_string(kMaxJsonDepth) + " levels");
+    profile_error(name_or_path, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json j;
   try {
     j = json::parse(text.str());
   } catch (const json::exception& e) {
-    throw std::runtime_error("device profile " + name_or_path + ": not valid JSON");
+    profile_error(name_or_path, "not valid JSON");
   }
-  if (!j.is_object())
-    throw std::runtime_error("device profile " + name_or_path + ": must hold a JSON object");
-  // A file may start from a built-in profile and override fields; only a built-in one, so that a chain of
-  // files can never loop.
-  DeviceLimits d;
-  if (j.contains("base")) {
-    const json& base = j.at("base");
-    const auto it = base.is_string() ? profiles.find(base.get<std::string>()) : profiles.end();
-    if (it == profiles.end())
-      throw std::runtime_error("device profile " + name_or_path + ": base must name a built-in profile (" +
-                               [&] {
-                                 std::string known;
-                                 for (const auto& [key, p] : profiles)
-                                   known += (known.empty() ? "" : ", ") + key;
-                                 return known;
-                               }() +
-                               ")");
-    d = it->second;
-  }
+  if (!j.is_object()) profile_error(name_or_path, "must hold a JSON object");
+  return j;
+}
+
+// A file may start from a built-in profile and override fields; only a built-in one, so that a chain of
+// files can never loop.
+DeviceLimits profile_base(const std::string& name_or_path, const json& j, const Profiles& profiles) {
+  if (!j.contains("base")) return DeviceLimits{};
+  const json& base = j.at("base");
+  const auto it = base.is_string() ? profiles.find(base.get<std::string>()) : profiles.end();
+  if (it == profiles.end())
+    profile_error(name_or_path, "base must name a built-in profile (" + profile_list(profiles) + ")");
+  return it->second;
+}
+
+void read_profile_fields(const std::string& name_or_path, const json& j, DeviceLimits& d) {
   const char* field = "";
   try {
     auto number = [&](const char* key, auto& out) {
@@ -252,13 +257,12 @@ DeviceLimits load_profile(const std::string& name_or_path) {
     number("global_memory_bytes", d.global_memory_bytes);
     number("clock_mhz", d.clock_mhz);
   } catch (const json::exception& e) {
-    throw std::runtime_error("device profile " + name_or_path + ": field '" + field + "' has the wrong type");
+    profile_error(name_or_path, std::string("field '") + field + "' has the wrong type");
   }
-  if (d.name.empty() || d.cc_major <= 0 || d.sm_count <= 0 || d.shared_per_sm <= 0)
-    throw std::runtime_error("device profile " + name_or_path +
-                             ": needs at least name, cc_major, cc_minor, sm_count, shared_per_sm");
-  if (d.shared_per_block_optin == 0) d.shared_per_block_optin = d.shared_per_block;
-  // Limits the occupancy arithmetic divides by or sizes with: out of range, they are an error, not a crash.
+}
+
+// Limits the occupancy arithmetic divides by or sizes with: out of range, they are an error, not a crash.
+void check_profile_limits(const std::string& name_or_path, const DeviceLimits& d) {
   const std::pair<const char*, long long> limits[] = {
       {"cc_major", d.cc_major},
       {"sm_count", d.sm_count},
@@ -273,13 +277,26 @@ DeviceLimits load_profile(const std::string& name_or_path) {
   };
   for (const auto& [name, value] : limits)
     if (value <= 0 || value > (1LL << 40))
-      throw std::runtime_error("device profile " + name_or_path + ": " + name +
-                               " must be positive and plausible, got " + std::to_string(value));
+      profile_error(name_or_path,
+                    std::string(name) + " must be positive and plausible, got " + std::to_string(value));
   if (d.cc_minor < 0 || d.cc_minor > 9 || d.cc_major > 99)
-    throw std::runtime_error("device profile " + name_or_path +
-                             ": cc_major.cc_minor is not a compute capability");
+    profile_error(name_or_path, "cc_major.cc_minor is not a compute capability");
   if (d.reserved_shared_per_block < 0 || d.l2_bytes < 0 || d.global_memory_bytes < 0 || d.clock_mhz < 0)
-    throw std::runtime_error("device profile " + name_or_path + ": sizes and clocks must not be negative");
+    profile_error(name_or_path, "sizes and clocks must not be negative");
+}
+
+}  // namespace
+
+DeviceLimits load_profile(const std::string& name_or_path) {
+  const auto profiles = builtin_profiles();
+  if (auto it = profiles.find(name_or_path); it != profiles.end()) return it->second;
+  const json j = read_profile_json(name_or_path, profiles);
+  DeviceLimits d = profile_base(name_or_path, j, profiles);
+  read_profile_fields(name_or_path, j, d);
+  if (d.name.empty() || d.cc_major <= 0 || d.sm_count <= 0 || d.shared_per_sm <= 0)
+    profile_error(name_or_path, "needs at least name, cc_major, cc_minor, sm_count, shared_per_sm");
+  if (d.shared_per_block_optin == 0) d.shared_per_block_optin = d.shared_per_block;
+  check_profile_limits(name_or_path, d);
   d.is_profile = true;
   d.profile = std::filesystem::path(name_or_path).stem().string();
   d.uuid = "profile:" + d.profile;
