@@ -61,29 +61,24 @@ std::string cluster_problem(const LaunchGeometry& launch, const DeviceLimits& de
 
 using u128 = unsigned __int128;
 
-// Evaluates one tensor map into `out` and checks it against cuTensorMapEncodeTiled's rules and against its
-// buffer's size; returns why it cannot be encoded or used ("" when it can). Throws ExprError.
-std::string tensor_map_problem(const KernelFamily& family, const Argument& arg, const Vars& vars,
-                               const DeviceLimits& device, TensorMapValues& out) {
-  const TensorMapArg& m = arg.tensor_map;
-  if (device_cc(device) < 90) return "TMA needs sm_90 or newer; the device is " + device.arch();
-  out.name = arg.name;
-  out.buffer = m.buffer;
-  out.element = m.element;
-  out.tf32 = m.tf32;
-  out.oob_nan = m.oob_nan;
-  const std::uint64_t elem = size_of(m.element);
-  const std::size_t rank = m.dims.size();
+// A tensor map's dims, each in [1, 2^32].
+std::string tensor_map_dims(const TensorMapArg& m, const Vars& vars, TensorMapValues& out) {
   constexpr std::int64_t kMaxDim = std::int64_t{1} << 32;
-  constexpr std::int64_t kMaxStride = std::int64_t{1} << 40;
-  for (std::size_t i = 0; i < rank; ++i) {
+  for (std::size_t i = 0; i < m.dims.size(); ++i) {
     const std::int64_t d = m.dims[i].eval(vars);
     if (d < 1 || d > kMaxDim)
       return "dims[" + std::to_string(i) + "] = " + std::to_string(d) + " is outside [1, 2^32]";
     out.dims.push_back(static_cast<std::uint64_t>(d));
   }
+  return "";
+}
+
+// The byte strides of dims[1..]: given, or those of packed rows; positive, below 2^40, 16-byte aligned.
+std::string tensor_map_strides(const TensorMapArg& m, const Vars& vars, std::uint64_t elem,
+                               TensorMapValues& out) {
+  constexpr std::int64_t kMaxStride = std::int64_t{1} << 40;
   u128 packed = u128{out.dims[0]} * elem;
-  for (std::size_t i = 1; i < rank; ++i) {
+  for (std::size_t i = 1; i < m.dims.size(); ++i) {
     const std::string which = " bytes (dims[" + std::to_string(i) + "])";
     u128 stride = packed;
     if (!m.strides.empty()) {
@@ -99,7 +94,13 @@ std::string tensor_map_problem(const KernelFamily& family, const Argument& arg, 
     out.strides.push_back(static_cast<std::uint64_t>(stride));
     packed = stride * out.dims[i];  // below 2^72: no overflow
   }
-  for (std::size_t i = 0; i < rank; ++i) {
+  return "";
+}
+
+// The box, each side in [1, 256], its inner side 16-byte aligned and within the swizzle span.
+std::string tensor_map_box(const TensorMapArg& m, const Vars& vars, std::uint64_t elem,
+                           TensorMapValues& out) {
+  for (std::size_t i = 0; i < m.dims.size(); ++i) {  // as many as dims: the family checks it
     const std::int64_t b = m.box[i].eval(vars);
     if (b < 1 || b > 256)
       return "box[" + std::to_string(i) + "] = " + std::to_string(b) + " is outside [1, 256]";
@@ -115,20 +116,118 @@ std::string tensor_map_problem(const KernelFamily& family, const Argument& arg, 
   if (swizzle > 0 && inner > static_cast<std::uint64_t>(swizzle))
     return "box[0] is " + inner_text + ", more than the " + std::to_string(swizzle) + "-byte swizzle span";
   out.swizzle = static_cast<int>(swizzle);
-  const std::int64_t l2 = m.l2_promotion.eval(vars);
-  if (l2 != 0 && l2 != 64 && l2 != 128 && l2 != 256)
-    return "l2_promotion " + std::to_string(l2) + " is not 0, 64, 128 or 256 (bytes)";
-  out.l2_promotion = static_cast<int>(l2);
-  // The last byte the map can address, against the bytes the buffer holds.
+  return "";
+}
+
+// The last byte the map can address, against the bytes the buffer holds.
+std::string tensor_map_reach(const KernelFamily& family, const TensorMapArg& m, const Vars& vars,
+                             std::uint64_t elem, const TensorMapValues& out) {
   const Argument* buffer = find_argument(family, m.buffer);
   const std::int64_t count = buffer ? buffer->count.eval(vars) : 0;
   u128 reach = u128{out.dims[0]} * elem;
-  for (std::size_t i = 1; i < rank; ++i) reach += u128{out.dims[i] - 1} * out.strides[i - 1];
+  for (std::size_t i = 1; i < m.dims.size(); ++i) reach += u128{out.dims[i] - 1} * out.strides[i - 1];
   const u128 holds =
       static_cast<u128>(std::max<std::int64_t>(count, 0)) * size_of(buffer ? buffer->type : m.element);
   if (reach > holds)
     return "reaches " + decimal_text(reach) + " bytes into " + m.buffer + ", which holds " +
            decimal_text(holds) + ": TMA would touch memory outside the buffer";
+  return "";
+}
+
+// Evaluates one tensor map into `out` and checks it against cuTensorMapEncodeTiled's rules and against its
+// buffer's size; returns why it cannot be encoded or used ("" when it can). Throws ExprError.
+std::string tensor_map_problem(const KernelFamily& family, const Argument& arg, const Vars& vars,
+                               const DeviceLimits& device, TensorMapValues& out) {
+  const TensorMapArg& m = arg.tensor_map;
+  if (device_cc(device) < 90) return "TMA needs sm_90 or newer; the device is " + device.arch();
+  out.name = arg.name;
+  out.buffer = m.buffer;
+  out.element = m.element;
+  out.tf32 = m.tf32;
+  out.oob_nan = m.oob_nan;
+  const std::uint64_t elem = size_of(m.element);
+  if (auto why = tensor_map_dims(m, vars, out); !why.empty()) return why;
+  if (auto why = tensor_map_strides(m, vars, elem, out); !why.empty()) return why;
+  if (auto why = tensor_map_box(m, vars, elem, out); !why.empty()) return why;
+  const std::int64_t l2 = m.l2_promotion.eval(vars);
+  if (l2 != 0 && l2 != 64 && l2 != 128 && l2 != 256)
+    return "l2_promotion " + std::to_string(l2) + " is not 0, 64, 128 or 256 (bytes)";
+  out.l2_promotion = static_cast<int>(l2);
+  return tensor_map_reach(family, m, vars, elem, out);
+}
+
+// Checks the constraints and evaluates the launch geometry into `launch`; returns why the configuration
+// cannot run ("" when it can).
+std::string evaluate_launch(const KernelFamily& family, const Vars& vars, LaunchGeometry& launch) {
+  try {
+    for (const auto& constraint : family.constraints)
+      if (!constraint.expr.eval(vars)) return "constraint: " + constraint.message;
+    for (std::size_t i = 0; i < family.launch.block.size(); ++i)
+      launch.block[i] = family.launch.block[i].eval(vars);
+    for (std::size_t i = 0; i < family.launch.grid.size(); ++i)
+      launch.grid[i] = family.launch.grid[i].eval(vars);
+    for (std::size_t i = 0; i < family.launch.cluster.size(); ++i)
+      launch.cluster[i] = family.launch.cluster[i].eval(vars);
+    launch.dynamic_smem = family.launch.dynamic_shared_bytes.eval(vars);
+    launch.static_smem_estimate = family.launch.static_shared_bytes.eval(vars);
+  } catch (const ExprError& e) {
+    return std::string("launch: ") + e.what();
+  }
+  return "";
+}
+
+// Why the block and grid do not fit the device, per axis ("" when they do).
+std::string block_grid_problem(const LaunchGeometry& launch, const DeviceLimits& device) {
+  static const char* axis = "xyz";
+  for (int i = 0; i < 3; ++i) {
+    if (launch.block[i] < 1 || launch.grid[i] < 1)
+      return std::string("launch: block and grid sizes must be positive (") + axis[i] + ")";
+    if (launch.block[i] > device.max_block_dim[i])
+      return std::string("threads: block ") + axis[i] + " " + std::to_string(launch.block[i]) + " > " +
+             std::to_string(device.max_block_dim[i]);
+    if (launch.grid[i] > device.max_grid_dim[i])
+      return std::string("grid: ") + axis[i] + " " + std::to_string(launch.grid[i]) + " blocks > " +
+             std::to_string(device.max_grid_dim[i]);
+  }
+  return "";
+}
+
+// Why the launch cannot run on the device ("" when it can): its block, grid and cluster, threads per block,
+// shared memory.
+std::string launch_problem(const LaunchGeometry& launch, const DeviceLimits& device) {
+  if (auto why = block_grid_problem(launch, device); !why.empty()) return why;
+  if (auto why = cluster_problem(launch, device); !why.empty()) return why;
+  if (launch.threads() > device.max_threads_per_block)
+    return "threads: " + std::to_string(launch.threads()) + " per block > " +
+           std::to_string(device.max_threads_per_block);
+  if (launch.static_smem_estimate > device.shared_per_block)
+    return "shared memory: static " + kb(launch.static_smem_estimate) + " > " + kb(device.shared_per_block) +
+           " static limit";
+  if (launch.static_smem_estimate + launch.dynamic_smem > device.shared_per_block_optin)
+    return "shared memory: " + kb(launch.static_smem_estimate + launch.dynamic_smem) + " per block > " +
+           kb(device.shared_per_block_optin) + " opt-in maximum";
+  return "";
+}
+
+// Evaluates the family's tensor maps into `launch`, in argument order; returns why one cannot be used (""
+// when all can), and then leaves none.
+std::string evaluate_tensor_maps(const KernelFamily& family, const Vars& vars, const DeviceLimits& device,
+                                 LaunchGeometry& launch) {
+  for (const auto& a : family.arguments) {
+    if (a.kind != ArgKind::tensor_map) continue;
+    TensorMapValues values;
+    std::string why;
+    try {
+      why = tensor_map_problem(family, a, vars, device, values);
+    } catch (const ExprError& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      launch.tensor_maps.clear();
+      return "tensor map " + a.name + ": " + why;
+    }
+    launch.tensor_maps.push_back(std::move(values));
+  }
   return "";
 }
 
@@ -269,56 +368,10 @@ PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimit
   Vars vars = family.vars(problem, params);
   vars[kDeviceCcVar] = device_cc(device);
   vars[kDeviceSmsVar] = device.sm_count;
-  try {
-    for (const auto& constraint : family.constraints)
-      if (!constraint.expr.eval(vars)) return prune("constraint: " + constraint.message);
-    for (std::size_t i = 0; i < family.launch.block.size(); ++i)
-      c.launch.block[i] = family.launch.block[i].eval(vars);
-    for (std::size_t i = 0; i < family.launch.grid.size(); ++i)
-      c.launch.grid[i] = family.launch.grid[i].eval(vars);
-    for (std::size_t i = 0; i < family.launch.cluster.size(); ++i)
-      c.launch.cluster[i] = family.launch.cluster[i].eval(vars);
-    c.launch.dynamic_smem = family.launch.dynamic_shared_bytes.eval(vars);
-    c.launch.static_smem_estimate = family.launch.static_shared_bytes.eval(vars);
-  } catch (const ExprError& e) {
-    return prune(std::string("launch: ") + e.what());
-  }
-  static const char* axis = "xyz";
-  for (int i = 0; i < 3; ++i) {
-    if (c.launch.block[i] < 1 || c.launch.grid[i] < 1)
-      return prune(std::string("launch: block and grid sizes must be positive (") + axis[i] + ")");
-    if (c.launch.block[i] > device.max_block_dim[i])
-      return prune(std::string("threads: block ") + axis[i] + " " + std::to_string(c.launch.block[i]) +
-                   " > " + std::to_string(device.max_block_dim[i]));
-    if (c.launch.grid[i] > device.max_grid_dim[i])
-      return prune(std::string("grid: ") + axis[i] + " " + std::to_string(c.launch.grid[i]) + " blocks > " +
-                   std::to_string(device.max_grid_dim[i]));
-  }
-  if (auto why = cluster_problem(c.launch, device); !why.empty()) return prune(std::move(why));
-  if (c.launch.threads() > device.max_threads_per_block)
-    return prune("threads: " + std::to_string(c.launch.threads()) + " per block > " +
-                 std::to_string(device.max_threads_per_block));
-  if (c.launch.static_smem_estimate > device.shared_per_block)
-    return prune("shared memory: static " + kb(c.launch.static_smem_estimate) + " > " +
-                 kb(device.shared_per_block) + " static limit");
-  if (c.launch.static_smem_estimate + c.launch.dynamic_smem > device.shared_per_block_optin)
-    return prune("shared memory: " + kb(c.launch.static_smem_estimate + c.launch.dynamic_smem) +
-                 " per block > " + kb(device.shared_per_block_optin) + " opt-in maximum");
-  for (const auto& a : family.arguments) {
-    if (a.kind != ArgKind::tensor_map) continue;
-    TensorMapValues values;
-    std::string why;
-    try {
-      why = tensor_map_problem(family, a, vars, device, values);
-    } catch (const ExprError& e) {
-      why = e.what();
-    }
-    if (!why.empty()) {
-      c.launch.tensor_maps.clear();
-      return prune("tensor map " + a.name + ": " + why);
-    }
-    c.launch.tensor_maps.push_back(std::move(values));
-  }
+  if (auto why = evaluate_launch(family, vars, c.launch); !why.empty()) return prune(std::move(why));
+  if (auto why = launch_problem(c.launch, device); !why.empty()) return prune(std::move(why));
+  if (auto why = evaluate_tensor_maps(family, vars, device, c.launch); !why.empty())
+    return prune(std::move(why));
   // Last, so that a launch or tensor map rule names its own limit first.
   if (auto why = argument_problem(family, vars, device); !why.empty()) {
     c.launch.tensor_maps.clear();
