@@ -130,6 +130,55 @@ Fill parse_file_fill(const Reader& r, const std::filesystem::path& directory, co
   }
 }
 
+// "constant": v, an integer for an integer element type.
+Fill parse_constant_fill(const Reader& r, const json& value, ElementType type, const std::string& where) {
+  if (!value.is_number()) r.fail(where + ".fill.constant must be a number");
+  Fill f;
+  f.kind = Fill::Kind::constant;
+  f.lo = f.hi = value.get<double>();
+  if (!is_floating(type) && f.lo != static_cast<double>(static_cast<std::int64_t>(f.lo)))
+    r.fail(where + ".fill.constant must be an integer for " + to_string(type));
+  return f;
+}
+
+// "range": [lo, hi] for an integer element type: whole numbers that the type holds.
+void check_range_fill(const Reader& r, const Fill& f, ElementType type, const std::string& where) {
+  if (is_floating(type))
+    r.fail(where + ".fill: range is for integer types; use uniform for " + to_string(type));
+  if (f.lo != std::floor(f.lo) || f.hi != std::floor(f.hi)) r.fail(where + ".fill.range must be integers");
+  const double type_lo = type == ElementType::i8    ? -128
+                         : type == ElementType::i32 ? -2147483648.0
+                         : type == ElementType::i64 ? -9.2e18
+                                                    : 0;
+  const double type_hi = type == ElementType::i8    ? 127
+                         : type == ElementType::u8  ? 255
+                         : type == ElementType::i32 ? 2147483647.0
+                         : type == ElementType::u32 ? 4294967295.0
+                                                    : 9.2e18;
+  if (f.lo < type_lo || f.hi > type_hi) r.fail(where + ".fill.range does not fit in " + to_string(type));
+}
+
+// "uniform": [lo, hi] (floating types) or "range": [lo, hi] (integer types).
+Fill parse_interval_fill(const Reader& r, const std::string& kind, const json& value, ElementType type,
+                         const std::string& where) {
+  if (!value.is_array() || value.size() != 2 || !value[0].is_number() || !value[1].is_number())
+    r.fail(where + ".fill." + kind + " must be [lo, hi]");
+  Fill f;
+  f.lo = value[0].get<double>();
+  f.hi = value[1].get<double>();
+  if (!std::isfinite(f.lo) || !std::isfinite(f.hi) || !(f.lo <= f.hi))
+    r.fail(where + ".fill." + kind + " needs lo <= hi");
+  if (kind == "uniform") {
+    if (!is_floating(type))
+      r.fail(where + ".fill: uniform is for floating types; use range for " + to_string(type));
+    f.kind = Fill::Kind::uniform;
+  } else {
+    check_range_fill(r, f, type, where);
+    f.kind = Fill::Kind::range;
+  }
+  return f;
+}
+
 // Reads "fill": {"uniform": [lo, hi]} | {"range": [lo, hi]} | {"constant": v} | {"npy": PATH} | {"raw":
 // PATH}.
 Fill parse_fill(const Reader& r, const std::filesystem::path& directory, const json& spec, ElementType type,
@@ -141,44 +190,10 @@ Fill parse_fill(const Reader& r, const std::filesystem::path& directory, const j
   const std::string kind = spec.begin().key();
   const json& value = spec.begin().value();
   if (kind == "npy" || kind == "raw") return parse_file_fill(r, directory, kind, value, type, where);
-  Fill f;
-  if (kind == "constant") {
-    if (!value.is_number()) r.fail(where + ".fill.constant must be a number");
-    f.kind = Fill::Kind::constant;
-    f.lo = f.hi = value.get<double>();
-    if (!is_floating(type) && f.lo != static_cast<double>(static_cast<std::int64_t>(f.lo)))
-      r.fail(where + ".fill.constant must be an integer for " + to_string(type));
-    return f;
-  }
+  if (kind == "constant") return parse_constant_fill(r, value, type, where);
   if (kind != "uniform" && kind != "range")
     r.fail(where + ".fill: unknown distribution '" + kind + "' (uniform, range, constant, npy, raw)");
-  if (!value.is_array() || value.size() != 2 || !value[0].is_number() || !value[1].is_number())
-    r.fail(where + ".fill." + kind + " must be [lo, hi]");
-  f.lo = value[0].get<double>();
-  f.hi = value[1].get<double>();
-  if (!std::isfinite(f.lo) || !std::isfinite(f.hi) || !(f.lo <= f.hi))
-    r.fail(where + ".fill." + kind + " needs lo <= hi");
-  if (kind == "uniform") {
-    if (!is_floating(type))
-      r.fail(where + ".fill: uniform is for floating types; use range for " + to_string(type));
-    f.kind = Fill::Kind::uniform;
-  } else {
-    if (is_floating(type))
-      r.fail(where + ".fill: range is for integer types; use uniform for " + to_string(type));
-    f.kind = Fill::Kind::range;
-    if (f.lo != std::floor(f.lo) || f.hi != std::floor(f.hi)) r.fail(where + ".fill.range must be integers");
-    const double type_lo = type == ElementType::i8    ? -128
-                           : type == ElementType::i32 ? -2147483648.0
-                           : type == ElementType::i64 ? -9.2e18
-                                                      : 0;
-    const double type_hi = type == ElementType::i8    ? 127
-                           : type == ElementType::u8  ? 255
-                           : type == ElementType::i32 ? 2147483647.0
-                           : type == ElementType::u32 ? 4294967295.0
-                                                      : 9.2e18;
-    if (f.lo < type_lo || f.hi > type_hi) r.fail(where + ".fill.range does not fit in " + to_string(type));
-  }
-  return f;
+  return parse_interval_fill(r, kind, value, type, where);
 }
 
 std::vector<Expr> expr_list(const Reader& r, const json& list, const std::string& where, std::size_t max) {
@@ -509,10 +524,8 @@ void parse_max_differing(const Reader& r, const json& ref, Reference& out) {
   out.max_differing_fraction = v.get<double>();
 }
 
-void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
-  const json& ref = r.need(doc, "reference");
-  if (!ref.is_object()) r.fail("'reference' must be an object");
-  Reference& out = f.reference;
+// Fails on a field "reference" does not take, naming the forms that replaced the old ones.
+void check_reference_fields(const Reader& r, const json& ref) {
   static const std::set<std::string> known = {"kernel",  "name", "arguments",    "block",       "grid",
                                               "outputs", "rtol", "atol",         "scale_floor", "family",
                                               "config",  "from", "max_differing"};
@@ -525,41 +538,39 @@ void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
                "rtol/atol");
       r.fail("reference: unknown field '" + key + "'");
     }
-  out.rtol = optional_number(r, ref, "rtol", false);
-  out.atol = optional_number(r, ref, "atol", false);
-  out.scale_floor = optional_number(r, ref, "scale_floor", true);
-  parse_max_differing(r, ref, out);
-  const int forms = ref.contains("kernel") + ref.contains("family") + ref.contains("from");
-  if (forms != 1) r.fail("reference needs exactly one of \"kernel\" (a file here), \"family\" or \"from\"");
-  if (ref.contains("family")) {
-    out.kind = Reference::Kind::family;
-    out.family = r.text(ref, "family");
-    const json& config = r.need(ref, "config");
-    if (!config.is_object()) r.fail("reference.config must be an object of parameter: value");
-    for (const auto& [name, value] : config.items()) {
-      if (!value.is_number_integer()) r.fail("reference.config." + name + " must be an integer");
-      out.config[name] = value.get<std::int64_t>();
-    }
-    for (const char* key : {"name", "arguments", "block", "grid", "outputs"})
-      if (ref.contains(key))
-        r.fail(std::string("reference.") + key + " goes with \"kernel\", not \"family\"");
-    return;
+}
+
+// "family": NAME, "config": {parameter: value}: another family's configuration is the truth.
+void parse_family_reference(const Reader& r, const json& ref, Reference& out) {
+  out.kind = Reference::Kind::family;
+  out.family = r.text(ref, "family");
+  const json& config = r.need(ref, "config");
+  if (!config.is_object()) r.fail("reference.config must be an object of parameter: value");
+  for (const auto& [name, value] : config.items()) {
+    if (!value.is_number_integer()) r.fail("reference.config." + name + " must be an integer");
+    out.config[name] = value.get<std::int64_t>();
   }
-  if (ref.contains("from")) {
-    out.from = r.text(ref, "from");
-    for (const char* key : {"outputs", "config"})
-      if (ref.contains(key)) r.fail(std::string("reference.") + key + " goes with \"kernel\", not \"from\"");
-    // Its own kernel of the shared file, argument list (e.g. a boundary mode) or launch where this family
-    // needs another; what is not given here is the other family's.
-    out.kernel.name = r.text(ref, "name", "", false);
-    if (ref.contains("name") && !is_identifier(out.kernel.name))
-      r.fail("reference.name '" + out.kernel.name + "' must be an identifier");
-    if (ref.contains("arguments")) out.kernel.arguments = reference_arguments(r, ref, f);
-    if (ref.contains("block")) out.kernel.block = expr_list(r, ref.at("block"), "reference.block", 3);
-    if (ref.contains("grid")) out.kernel.grid = expr_list(r, ref.at("grid"), "reference.grid", 3);
-    return;
-  }
-  ReferenceKernel& k = out.kernel;
+  for (const char* key : {"name", "arguments", "block", "grid", "outputs"})
+    if (ref.contains(key)) r.fail(std::string("reference.") + key + " goes with \"kernel\", not \"family\"");
+}
+
+// "from": NAME: another family's reference kernel.
+void parse_from_reference(const Reader& r, const json& ref, const KernelFamily& f, Reference& out) {
+  out.from = r.text(ref, "from");
+  for (const char* key : {"outputs", "config"})
+    if (ref.contains(key)) r.fail(std::string("reference.") + key + " goes with \"kernel\", not \"from\"");
+  // Its own kernel of the shared file, argument list (e.g. a boundary mode) or launch where this family
+  // needs another; what is not given here is the other family's.
+  out.kernel.name = r.text(ref, "name", "", false);
+  if (ref.contains("name") && !is_identifier(out.kernel.name))
+    r.fail("reference.name '" + out.kernel.name + "' must be an identifier");
+  if (ref.contains("arguments")) out.kernel.arguments = reference_arguments(r, ref, f);
+  if (ref.contains("block")) out.kernel.block = expr_list(r, ref.at("block"), "reference.block", 3);
+  if (ref.contains("grid")) out.kernel.grid = expr_list(r, ref.at("grid"), "reference.grid", 3);
+}
+
+// "kernel": FILE: a reference kernel in the family's own folder.
+void parse_kernel_reference(const Reader& r, const json& ref, const KernelFamily& f, ReferenceKernel& k) {
   k.directory = f.directory;
   k.file = r.text(ref, "kernel");
   k.source = read_family_file(r, f.directory, k.file, "reference.kernel");
@@ -572,6 +583,58 @@ void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
   if (outputs != "double" && outputs != "native")
     r.fail("reference.outputs must be double or native, got '" + outputs + "'");
   k.double_outputs = outputs == "double";
+}
+
+void parse_reference(const Reader& r, const json& doc, KernelFamily& f) {
+  const json& ref = r.need(doc, "reference");
+  if (!ref.is_object()) r.fail("'reference' must be an object");
+  Reference& out = f.reference;
+  check_reference_fields(r, ref);
+  out.rtol = optional_number(r, ref, "rtol", false);
+  out.atol = optional_number(r, ref, "atol", false);
+  out.scale_floor = optional_number(r, ref, "scale_floor", true);
+  parse_max_differing(r, ref, out);
+  const int forms = ref.contains("kernel") + ref.contains("family") + ref.contains("from");
+  if (forms != 1) r.fail("reference needs exactly one of \"kernel\" (a file here), \"family\" or \"from\"");
+  if (ref.contains("family"))
+    parse_family_reference(r, ref, out);
+  else if (ref.contains("from"))
+    parse_from_reference(r, ref, f, out);
+  else
+    parse_kernel_reference(r, ref, f, out.kernel);
+}
+
+// {"library": NAME, "operands": {operand: buffer name or scalar expression}}: a library call to compare with.
+LibraryBaseline parse_library_baseline(const Reader& r, const json& b, const KernelFamily& f) {
+  LibraryBaseline lib;
+  lib.library = r.text(b, "library");
+  const LibraryCallInfo* call = find_library_call(lib.library);
+  if (!call) r.fail("baselines: unknown library '" + lib.library + "' (" + library_call_list() + ")");
+  const std::string where = "baselines." + lib.library;
+  const json& operands = r.need(b, "operands");
+  if (!operands.is_object()) r.fail(where + ".operands must be an object of operand: name");
+  auto listed = [](const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  };
+  for (const auto& [op, value] : operands.items()) {
+    if (listed(call->buffers, op) || listed(call->optional_buffers, op)) {
+      if (!value.is_string()) r.fail(where + ".operands." + op + " must name a buffer");
+      const Argument* a = find_argument(f, value.get<std::string>());
+      if (!a || a->kind != ArgKind::buffer)
+        r.fail(where + ".operands." + op + ": '" + value.get<std::string>() +
+               "' is not a buffer of the family");
+      lib.buffers[op] = value.get<std::string>();
+    } else if (listed(call->scalars, op)) {
+      lib.scalars[op] = r.expr(value, where + ".operands." + op);
+    } else {
+      r.fail(where + ".operands: '" + op + "' is not an operand of " + lib.library);
+    }
+  }
+  for (const auto& op : call->buffers)
+    if (!lib.buffers.count(op)) r.fail(where + ".operands needs '" + op + "'");
+  for (const auto& op : call->scalars)
+    if (!lib.scalars.count(op)) r.fail(where + ".operands needs '" + op + "'");
+  return lib;
 }
 
 void parse_baselines(const Reader& r, const json& doc, KernelFamily& f) {
@@ -587,44 +650,27 @@ void parse_baselines(const Reader& r, const json& doc, KernelFamily& f) {
     }
     if (!b.is_object() || !b.contains("library"))
       r.fail("'baselines' must be a list of family names and {\"library\": ...} objects");
-    LibraryBaseline lib;
-    lib.library = r.text(b, "library");
-    const LibraryCallInfo* call = find_library_call(lib.library);
-    if (!call) r.fail("baselines: unknown library '" + lib.library + "' (" + library_call_list() + ")");
-    const std::string where = "baselines." + lib.library;
-    const json& operands = r.need(b, "operands");
-    if (!operands.is_object()) r.fail(where + ".operands must be an object of operand: name");
-    auto listed = [](const std::vector<std::string>& v, const std::string& k) {
-      return std::find(v.begin(), v.end(), k) != v.end();
-    };
-    for (const auto& [op, value] : operands.items()) {
-      if (listed(call->buffers, op) || listed(call->optional_buffers, op)) {
-        if (!value.is_string()) r.fail(where + ".operands." + op + " must name a buffer");
-        const Argument* a = find_argument(f, value.get<std::string>());
-        if (!a || a->kind != ArgKind::buffer)
-          r.fail(where + ".operands." + op + ": '" + value.get<std::string>() +
-                 "' is not a buffer of the family");
-        lib.buffers[op] = value.get<std::string>();
-      } else if (listed(call->scalars, op)) {
-        lib.scalars[op] = r.expr(value, where + ".operands." + op);
-      } else {
-        r.fail(where + ".operands: '" + op + "' is not an operand of " + lib.library);
-      }
-    }
-    for (const auto& op : call->buffers)
-      if (!lib.buffers.count(op)) r.fail(where + ".operands needs '" + op + "'");
-    for (const auto& op : call->scalars)
-      if (!lib.scalars.count(op)) r.fail(where + ".operands needs '" + op + "'");
-    f.library_baselines.push_back(std::move(lib));
+    f.library_baselines.push_back(parse_library_baseline(r, b, f));
   }
 }
 
-// Every expression must only read names the family defines.
-void check_names(const Reader& r, const KernelFamily& f) {
-  std::set<std::string> known;
-  for (const auto& d : f.dims) known.insert(d);
-  for (const auto& a : f.problem_args) known.insert(a.name);
-  const std::set<std::string> problem_names = known;
+// Fails on an expression that reads a name outside `allowed`.
+void check_expr_names(const Reader& r, const Expr& e, const std::set<std::string>& allowed,
+                      const std::string& where) {
+  for (const auto& v : e.variables())
+    if (!allowed.count(v)) r.fail(where + " reads unknown name '" + v + "' in '" + e.text() + "'");
+}
+
+void check_expr_names(const Reader& r, const std::vector<Expr>& list, const std::set<std::string>& allowed,
+                      const std::string& where) {
+  for (const auto& e : list) check_expr_names(r, e, allowed, where);
+}
+
+// The names a constraint or launch expression may read: the problem's, the parameters' (which must not take
+// a reserved or a problem variable's name) and the device's compute capability and SM count.
+std::set<std::string> configuration_names(const Reader& r, const KernelFamily& f,
+                                          const std::set<std::string>& problem_names) {
+  std::set<std::string> known = problem_names;
   for (const auto& p : f.parameters) {
     if (p.name == kDeviceCcVar)
       r.fail("parameters." + p.name + ": the name is reserved for the device's compute capability");
@@ -633,53 +679,53 @@ void check_names(const Reader& r, const KernelFamily& f) {
     if (problem_names.count(p.name)) r.fail("parameters." + p.name + ": the name is a problem variable too");
     known.insert(p.name);
   }
-  // Constraints and launch expressions may read the device's compute capability and SM count.
   known.insert(kDeviceCcVar);
   known.insert(kDeviceSmsVar);
-  auto check = [&](const Expr& e, const std::set<std::string>& allowed, const std::string& where) {
-    for (const auto& v : e.variables())
-      if (!allowed.count(v)) r.fail(where + " reads unknown name '" + v + "' in '" + e.text() + "'");
-  };
-  for (const auto& c : f.problem_checks) check(c.expr, problem_names, "problem.checks");
-  for (const auto& c : f.constraints) check(c.expr, known, "constraints");
-  for (const auto& e : f.launch.block) check(e, known, "launch.block");
-  for (const auto& e : f.launch.grid) check(e, known, "launch.grid");
-  check(f.launch.dynamic_shared_bytes, known, "launch.dynamic_shared_bytes");
-  check(f.launch.static_shared_bytes, known, "launch.static_shared_bytes");
-  for (const auto& e : f.launch.cluster) check(e, known, "launch.cluster");
+  return known;
+}
+
+void check_launch_names(const Reader& r, const KernelFamily& f, const std::set<std::string>& known) {
+  check_expr_names(r, f.launch.block, known, "launch.block");
+  check_expr_names(r, f.launch.grid, known, "launch.grid");
+  check_expr_names(r, f.launch.dynamic_shared_bytes, known, "launch.dynamic_shared_bytes");
+  check_expr_names(r, f.launch.static_shared_bytes, known, "launch.static_shared_bytes");
+  check_expr_names(r, f.launch.cluster, known, "launch.cluster");
+}
+
+// A tensor map reads the configuration's names; the other arguments and the constants only the problem's.
+void check_argument_names(const Reader& r, const KernelFamily& f, const std::set<std::string>& known,
+                          const std::set<std::string>& problem_names) {
   for (const auto& a : f.arguments) {
     if (a.kind == ArgKind::tensor_map) {
       const TensorMapArg& m = a.tensor_map;
       const std::string where = "argument " + a.name;
-      for (const auto& e : m.dims) check(e, known, where + " dims");
-      for (const auto& e : m.strides) check(e, known, where + " strides");
-      for (const auto& e : m.box) check(e, known, where + " box");
-      check(m.swizzle, known, where + " swizzle");
-      check(m.l2_promotion, known, where + " l2_promotion");
+      check_expr_names(r, m.dims, known, where + " dims");
+      check_expr_names(r, m.strides, known, where + " strides");
+      check_expr_names(r, m.box, known, where + " box");
+      check_expr_names(r, m.swizzle, known, where + " swizzle");
+      check_expr_names(r, m.l2_promotion, known, where + " l2_promotion");
       continue;
     }
-    check(a.kind == ArgKind::buffer ? a.count : a.value, problem_names, "argument " + a.name);
-    for (const auto& d : a.dims) check(d, problem_names, "argument " + a.name + " dims");
+    check_expr_names(r, a.kind == ArgKind::buffer ? a.count : a.value, problem_names, "argument " + a.name);
+    check_expr_names(r, a.dims, problem_names, "argument " + a.name + " dims");
   }
-  for (const auto& c : f.constants) check(c.count, problem_names, "constant " + c.name);
-  check(f.metric_work, problem_names, "metric.work");
+  for (const auto& c : f.constants) check_expr_names(r, c.count, problem_names, "constant " + c.name);
+}
+
+// A reference or setup kernel's launch may read the problem and the SM count; its scalar arguments only the
+// problem.
+void check_kernel_names(const Reader& r, const ReferenceKernel& k, const std::set<std::string>& problem_names,
+                        const std::string& where, const std::string& arguments_where) {
   std::set<std::string> device_problem = problem_names;
   device_problem.insert(kDeviceSmsVar);
-  for (const auto& e : f.reference.kernel.block) check(e, device_problem, "reference.block");
-  for (const auto& e : f.reference.kernel.grid) check(e, device_problem, "reference.grid");
-  for (const auto& a : f.reference.kernel.arguments)
-    if (a.name.empty()) check(a.value, problem_names, "reference.arguments");
-  for (const auto& s : f.setup) {
-    const std::string where = "setup kernel " + s.kernel.name;
-    for (const auto& e : s.kernel.block) check(e, device_problem, where + " block");
-    for (const auto& e : s.kernel.grid) check(e, device_problem, where + " grid");
-    for (const auto& a : s.kernel.arguments)
-      if (a.name.empty()) check(a.value, problem_names, where + " arguments");
-  }
-  for (const auto& lib : f.library_baselines)
-    for (const auto& [op, e] : lib.scalars)
-      check(e, problem_names, "baselines." + lib.library + ".operands." + op);
-  // A default problem is "SIZE" or "SIZE name=value,...".
+  check_expr_names(r, k.block, device_problem, where + "block");
+  check_expr_names(r, k.grid, device_problem, where + "grid");
+  for (const auto& a : k.arguments)
+    if (a.name.empty()) check_expr_names(r, a.value, problem_names, arguments_where);
+}
+
+// A default problem is "SIZE" or "SIZE name=value,...".
+void check_default_sizes(const Reader& r, const KernelFamily& f) {
   for (const auto& d : f.default_sizes) {
     try {
       const auto space = d.find(' ');
@@ -690,6 +736,28 @@ void check_names(const Reader& r, const KernelFamily& f) {
       r.fail(std::string("default size: ") + e.what());
     }
   }
+}
+
+// Every expression must only read names the family defines.
+void check_names(const Reader& r, const KernelFamily& f) {
+  std::set<std::string> problem_names;
+  for (const auto& d : f.dims) problem_names.insert(d);
+  for (const auto& a : f.problem_args) problem_names.insert(a.name);
+  const std::set<std::string> known = configuration_names(r, f, problem_names);
+  for (const auto& c : f.problem_checks) check_expr_names(r, c.expr, problem_names, "problem.checks");
+  for (const auto& c : f.constraints) check_expr_names(r, c.expr, known, "constraints");
+  check_launch_names(r, f, known);
+  check_argument_names(r, f, known, problem_names);
+  check_expr_names(r, f.metric_work, problem_names, "metric.work");
+  check_kernel_names(r, f.reference.kernel, problem_names, "reference.", "reference.arguments");
+  for (const auto& s : f.setup) {
+    const std::string where = "setup kernel " + s.kernel.name;
+    check_kernel_names(r, s.kernel, problem_names, where + " ", where + " arguments");
+  }
+  for (const auto& lib : f.library_baselines)
+    for (const auto& [op, e] : lib.scalars)
+      check_expr_names(r, e, problem_names, "baselines." + lib.library + ".operands." + op);
+  check_default_sizes(r, f);
 }
 
 void hash_template(KernelFamily& f) { f.template_hash = template_hash_of(f); }
@@ -760,9 +828,86 @@ void resolve_source(KernelFamily& f, const std::vector<KernelFamily>& all) {
   hash_template(f);
 }
 
+// Every buffer of `owner` among `names` must be a buffer here too; with `same_kernel` (the reference is the
+// owner's own kernel), of the same type and role.
+void check_reference_buffers(const Reader& r, const KernelFamily& f, const std::string& target,
+                             const std::vector<std::string>& names, const KernelFamily& owner,
+                             bool same_kernel) {
+  for (const auto& name : names) {
+    const Argument* theirs = find_argument(owner, name);
+    const Argument* ours = find_argument(f, name);
+    if (!theirs || theirs->kind != ArgKind::buffer) continue;
+    if (!ours || ours->kind != ArgKind::buffer)
+      r.fail("reference " + target + " needs a buffer '" + name + "' that this family does not have");
+    if (same_kernel && (ours->type != theirs->type || ours->is_output() != theirs->is_output()))
+      r.fail("reference " + target + ": buffer '" + name + "' differs here in type or role");
+  }
+}
+
+// Takes the other family's reference kernel, with what this family gives of its own (kernel name, argument
+// list, launch) in place of its parts; returns whether it is still the other family's own kernel.
+bool take_reference_kernel(const Reader& r, const std::string& target, const ReferenceKernel& theirs,
+                           ReferenceKernel& kernel) {
+  ReferenceKernel own = std::move(kernel);
+  const bool same_kernel = own.name.empty() || own.name == theirs.name;
+  kernel = theirs;
+  if (!own.arguments.empty()) kernel.arguments = std::move(own.arguments);
+  if (!own.block.empty()) kernel.block = std::move(own.block);
+  if (!own.grid.empty()) kernel.grid = std::move(own.grid);
+  if (!own.name.empty()) {
+    if (kernel.source.find(own.name) == std::string::npos)
+      r.fail("reference.name '" + own.name + "' is not a kernel of " + target + "'s " + kernel.file);
+    kernel.name = std::move(own.name);
+  }
+  return same_kernel;
+}
+
+// "from": the other family's reference kernel, which must fit this family's arguments and compute its
+// outputs.
+void resolve_from_reference(const Reader& r, KernelFamily& f, const KernelFamily& other) {
+  Reference& ref = f.reference;
+  const std::string& target = ref.from;
+  if (other.reference.kind != Reference::Kind::kernel || !other.reference.from.empty())
+    r.fail("reference.from '" + target + "': that family has no reference kernel of its own");
+  const bool same_kernel = take_reference_kernel(r, target, other.reference.kernel, ref.kernel);
+  std::vector<std::string> names;
+  for (const auto& a : ref.kernel.arguments)
+    if (!a.name.empty()) names.push_back(a.name);
+  check_reference_buffers(r, f, target, names, other, same_kernel);
+  for (const auto& a : names) {
+    const Argument* ours = find_argument(f, a);
+    if (!ours)
+      r.fail("reference " + target + " needs an argument '" + a + "' that this family does not have");
+    if (ours->kind == ArgKind::tensor_map)
+      r.fail("reference " + target + " would receive the tensor map '" + a +
+             "': a reference kernel takes buffers and scalars");
+  }
+  for (const auto& a : f.arguments)
+    if (a.is_output() && std::find(names.begin(), names.end(), a.name) == names.end())
+      r.fail("reference " + target + " does not compute the output '" + a.name + "'");
+}
+
+// "family": a configuration of the other family, whose buffers must be here and which must compute this
+// family's outputs.
+void resolve_family_reference(const Reader& r, KernelFamily& f, const KernelFamily& other) {
+  Reference& ref = f.reference;
+  const std::string& target = ref.family;
+  std::vector<std::string> names;
+  for (const auto& a : other.arguments) names.push_back(a.name);
+  check_reference_buffers(r, f, target, names, other, true);
+  for (const auto& a : f.arguments)
+    if (a.is_output() && !find_argument(other, a.name))
+      r.fail("reference family " + target + " does not compute the output '" + a.name + "'");
+  for (const auto& [k, v] : ref.config)
+    if (std::none_of(other.parameters.begin(), other.parameters.end(),
+                     [&k = k](const Parameter& p) { return p.name == k; }))
+      r.fail("reference.config: " + target + " has no parameter '" + k + "'");
+  ref.family_def = std::make_shared<const KernelFamily>(other);
+}
+
 // Resolves "from" and "family" references against the loaded families and checks that they fit.
 void resolve_reference(KernelFamily& f, const std::vector<KernelFamily>& all) {
-  Reference& ref = f.reference;
+  const Reference& ref = f.reference;
   if (ref.kind == Reference::Kind::kernel && ref.from.empty()) return;
   const Reader r((f.directory / "family.json").string());
   const std::string target = ref.from.empty() ? ref.family : ref.from;
@@ -772,62 +917,10 @@ void resolve_reference(KernelFamily& f, const std::vector<KernelFamily>& all) {
   // A family may be its own truth: one of its configurations (say the defaults, as an imported T1 space
   // that has no reference kernel) runs first, and the others are compared with it.
   if (it->name == f.name && !ref.from.empty()) r.fail("reference.from names the family itself");
-  // `same_kernel`: the reference is the owner's own kernel, whose buffers must have their types and roles
-  // here; another kernel of its file (a "name" given here) takes what this family declares.
-  auto check_buffers = [&](const std::vector<std::string>& names, const KernelFamily& owner,
-                           bool same_kernel) {
-    for (const auto& name : names) {
-      const Argument* theirs = find_argument(owner, name);
-      const Argument* ours = find_argument(f, name);
-      if (!theirs || theirs->kind != ArgKind::buffer) continue;
-      if (!ours || ours->kind != ArgKind::buffer)
-        r.fail("reference " + target + " needs a buffer '" + name + "' that this family does not have");
-      if (same_kernel && (ours->type != theirs->type || ours->is_output() != theirs->is_output()))
-        r.fail("reference " + target + ": buffer '" + name + "' differs here in type or role");
-    }
-  };
-  if (!ref.from.empty()) {
-    if (it->reference.kind != Reference::Kind::kernel || !it->reference.from.empty())
-      r.fail("reference.from '" + target + "': that family has no reference kernel of its own");
-    ReferenceKernel own = std::move(ref.kernel);
-    const bool same_kernel = own.name.empty() || own.name == it->reference.kernel.name;
-    ref.kernel = it->reference.kernel;
-    if (!own.arguments.empty()) ref.kernel.arguments = std::move(own.arguments);
-    if (!own.block.empty()) ref.kernel.block = std::move(own.block);
-    if (!own.grid.empty()) ref.kernel.grid = std::move(own.grid);
-    if (!own.name.empty()) {
-      if (ref.kernel.source.find(own.name) == std::string::npos)
-        r.fail("reference.name '" + own.name + "' is not a kernel of " + target + "'s " + ref.kernel.file);
-      ref.kernel.name = std::move(own.name);
-    }
-    std::vector<std::string> names;
-    for (const auto& a : ref.kernel.arguments)
-      if (!a.name.empty()) names.push_back(a.name);
-    check_buffers(names, *it, same_kernel);
-    for (const auto& a : names) {
-      const Argument* ours = find_argument(f, a);
-      if (!ours)
-        r.fail("reference " + target + " needs an argument '" + a + "' that this family does not have");
-      if (ours->kind == ArgKind::tensor_map)
-        r.fail("reference " + target + " would receive the tensor map '" + a +
-               "': a reference kernel takes buffers and scalars");
-    }
-    for (const auto& a : f.arguments)
-      if (a.is_output() && std::find(names.begin(), names.end(), a.name) == names.end())
-        r.fail("reference " + target + " does not compute the output '" + a.name + "'");
-    return;
-  }
-  std::vector<std::string> names;
-  for (const auto& a : it->arguments) names.push_back(a.name);
-  check_buffers(names, *it, true);
-  for (const auto& a : f.arguments)
-    if (a.is_output() && !find_argument(*it, a.name))
-      r.fail("reference family " + target + " does not compute the output '" + a.name + "'");
-  for (const auto& [k, v] : ref.config)
-    if (std::none_of(it->parameters.begin(), it->parameters.end(),
-                     [&k = k](const Parameter& p) { return p.name == k; }))
-      r.fail("reference.config: " + target + " has no parameter '" + k + "'");
-  ref.family_def = std::make_shared<const KernelFamily>(*it);
+  if (!ref.from.empty())
+    resolve_from_reference(r, f, *it);
+  else
+    resolve_family_reference(r, f, *it);
 }
 
 }  // namespace
