@@ -193,6 +193,11 @@ std::vector<StoredResult> Store::results(std::int64_t sweep_id, std::size_t limi
   return as_store_error("results", [&] { return rows::select_results(impl_->db, sweep_id, limit); });
 }
 
+std::vector<StoredResult> Store::measured_results(std::int64_t sweep_id) const {
+  return as_store_error("results",
+                        [&] { return rows::select_results(impl_->db, sweep_id, 0, /*with_pruned=*/false); });
+}
+
 std::vector<BestConfig> Store::best_per_problem(const std::string& family,
                                                 const std::string& device_name) const {
   return rows::select_best_per_problem(impl_->db, family, device_name);

@@ -415,11 +415,14 @@ std::int64_t sweep_family_id(const sql::Db& db, std::int64_t sweep_id) {
   return select.column_int64(0);
 }
 
-std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id, std::size_t limit) {
+std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id, std::size_t limit,
+                                         bool with_pruned) {
   sql::Stmt select =
       db.prepare("SELECT " + result_columns_of(db) +
                  " FROM results r JOIN configurations c ON c.id = r.configuration_id "
-                 "WHERE r.sweep_id = ?1 ORDER BY CASE r.outcome WHEN 'ok' THEN 0 WHEN 'pruned' THEN 1 "
+                 "WHERE r.sweep_id = ?1" +
+                 (with_pruned ? "" : " AND r.outcome <> 'pruned'") +
+                 " ORDER BY CASE r.outcome WHEN 'ok' THEN 0 WHEN 'pruned' THEN 1 "
                  "WHEN 'compile_failed' THEN 2 WHEN 'launch_failed' THEN 3 WHEN 'runtime_failed' THEN 4 "
                  "WHEN 'timeout' THEN 5 WHEN 'wrong_result' THEN 6 ELSE 7 END, "
                  "r.median_ms IS NULL, r.median_ms, c.params_text LIMIT ?2");

@@ -73,7 +73,9 @@ struct SweepFilter {
 std::vector<SweepInfo> select_sweeps(const sql::Db& db, const SweepFilter& filter);
 std::int64_t sweep_family_id(const sql::Db& db, std::int64_t sweep_id);
 // Ok results by median time, then the others by outcome; the first `limit` of them (0: all).
-std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id, std::size_t limit = 0);
+// with_pruned = false leaves out what was pruned before compiling.
+std::vector<StoredResult> select_results(const sql::Db& db, std::int64_t sweep_id, std::size_t limit = 0,
+                                         bool with_pruned = true);
 std::optional<StoredResult> select_result(const sql::Db& db, std::int64_t result_id);
 
 // The best ok result of each (family, device name, problem), for the header export.

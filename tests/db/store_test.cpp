@@ -105,6 +105,22 @@ TEST_F(StoreTest, ResultsRoundTripOkFirstByTimeThenOthersByOutcome) {
                                       "BLOCK_Y=8,TILE=256", "BLOCK_Y=8,TILE=32", "BLOCK_Y=8,TILE=8"}));
 }
 
+TEST_F(StoreTest, MeasuredResultsLeaveOutWhatWasPrunedInTheSameOrder) {
+  const std::int64_t id = store.begin_sweep(spec("gemm_tiled", h100, {1000, 1000, 1000}));
+  store.add_results(
+      id, {failed({{"TILE", 256}, {"BLOCK_Y", 8}}, Outcome::pruned, "threads per block 2048 > 1024"),
+           failed({{"TILE", 8}, {"BLOCK_Y", 8}}, Outcome::timeout, "no result within 5 s"),
+           ok({{"TILE", 16}, {"BLOCK_Y", 8}}, 2.0),
+           failed({{"TILE", 512}, {"BLOCK_Y", 8}}, Outcome::pruned, "threads per block 4096 > 1024"),
+           ok({{"TILE", 32}, {"BLOCK_Y", 8}}, 1.0)});
+  const auto measured = store.measured_results(id);
+  ASSERT_EQ(measured.size(), 3u);
+  EXPECT_EQ(params_to_text(measured[0].record.params), "BLOCK_Y=8,TILE=32");
+  EXPECT_EQ(params_to_text(measured[1].record.params), "BLOCK_Y=8,TILE=16");
+  EXPECT_EQ(measured[2].record.outcome, Outcome::timeout);
+  EXPECT_EQ(store.results(id).size(), 5u);
+}
+
 TEST_F(StoreTest, BestIgnoresNonOkResultsEvenWhenFaster) {
   const SweepSpec s = spec("gemm_tiled", h100, {1000, 1000, 1000});
   const std::int64_t id = store.begin_sweep(s);

@@ -348,7 +348,7 @@ SweepSummary stored_summary(const Store& store, const SweepInfo& s, const Proble
   SweepSummary summary;
   summary.sweep_id = s.id;
   summary.strategy = s.strategy;
-  for (const auto& r : store.results(s.id)) summary.measured += r.record.outcome != Outcome::pruned;
+  summary.measured = static_cast<int>(store.measured_results(s.id).size());
   summary.best = store.best(s.family, s.device.name, problem);
   return summary;
 }

@@ -72,6 +72,9 @@ class Store {
   // Results of one sweep: ok results by median time first, then the others by outcome; the first `limit`
   // of them (0: all).
   std::vector<StoredResult> results(std::int64_t sweep_id, std::size_t limit = 0) const;
+  // The same without what was pruned before compiling: what the sweep measured (or tried to). Far fewer rows
+  // where the plan prunes most of a space.
+  std::vector<StoredResult> measured_results(std::int64_t sweep_id) const;
   // The sweep's best-so-far curve: every point where its best ok time improved, in the order it measured.
   std::vector<BestSoFarPoint> best_so_far(std::int64_t sweep_id) const;
   // The best ok result over every sweep for (family, device name, problem), if any.

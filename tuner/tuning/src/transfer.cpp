@@ -17,8 +17,7 @@ std::vector<PriorSweep> prior_sweeps(const Store& store, const std::string& fami
     PriorSweep p;
     p.label = info.problem.size_text() + " on " + info.device.name;
     bool any_ok = false;
-    for (const auto& r : store.results(info.id)) {
-      if (r.record.outcome == Outcome::pruned) continue;
+    for (const auto& r : store.measured_results(info.id)) {
       any_ok = any_ok || r.record.outcome == Outcome::ok;
       p.results.emplace_back(r.record.params,
                              r.record.outcome == Outcome::ok ? r.record.median_ms : std::nullopt);

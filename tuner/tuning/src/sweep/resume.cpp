@@ -54,7 +54,7 @@ ResumePoint find_resume(const Store& store, const KernelFamily& family, const Pr
                      (shard.whole() ? "" : " in shard " + shard.text()));
   check_resumable(*point.prior, family, devices);
   for (auto& k : store.stored_param_keys(point.prior->id)) point.done.insert(std::move(k));
-  for (const auto& r : store.results(point.prior->id)) point.measured += r.record.outcome != Outcome::pruned;
+  point.measured = store.measured_results(point.prior->id).size();
   return point;
 }
 
