@@ -431,6 +431,7 @@ TEST(Gpu, ResumeAfterKill9) {
 TEST(Gpu, MainJobResumePassesOverWhatIsDone) {
   REQUIRE_GPU();
   TempDir dir;
+  std::filesystem::create_directories(dir.path / "templates");
   for (const char* name : {"conv1d_naive", "conv1d_tiled"})
     std::filesystem::copy(builtin_templates_dir() / name, dir.path / "templates" / name,
                           std::filesystem::copy_options::recursive);
