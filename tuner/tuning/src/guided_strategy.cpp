@@ -2,7 +2,6 @@
 #include <cmath>
 #include <numeric>
 #include <random>
-#include <set>
 
 #include "tiletune/guided.hpp"
 #include "tiletune/occupancy.hpp"
@@ -66,6 +65,7 @@ class GuidedStrategy : public Strategy {
       : rng_(seed), budget_(budget), options_(options), model_(options.rounds, seed) {
     // A small space cannot spend many measurements on learning: a shorter random start, smaller batches.
     if (options_.initial == 0) options_.initial = std::clamp<std::size_t>(space_size / 50, 4, 24);
+    full_picks_ = std::max<std::size_t>(options_.batch / 2, 1);
     options_.batch = std::clamp<std::size_t>(space_size / 40, 2, options_.batch);
   }
 
@@ -131,24 +131,65 @@ class GuidedStrategy : public Strategy {
       choose(open_now, prior, count);
       return;
     }
-    choose(open_now, model_.predict(rows_of(open_now), width_), count);
+    const std::vector<float> x = rows_of(open_now);
+    choose(open_now, model_.predict(x, width_), count, resampled_predictions(x));
   }
 
-  // The `count` lowest scores but a share drawn at random, the most promising first.
-  void choose(const std::vector<std::size_t>& open_now, const std::vector<float>& score, std::size_t count) {
-    std::vector<std::size_t> order(open_now.size());
+  // What each model fit on a bootstrap resample of the last fit's rows predicts for rows x.
+  std::vector<std::vector<float>> resampled_predictions(const std::vector<float>& x) {
+    std::vector<std::vector<float>> out;
+    std::uniform_int_distribution<std::size_t> any(0, fit_rows_.size() - 1);
+    for (std::size_t k = 0; k < options_.resamples; ++k) {
+      std::vector<std::size_t> rows;
+      std::vector<float> y;
+      for (std::size_t j = 0; j < fit_rows_.size(); ++j) {
+        const std::size_t pick = any(rng_);
+        rows.push_back(fit_rows_[pick]);
+        y.push_back(fit_y_[pick]);
+      }
+      BoostedTrees model(options_.rounds, rng_());
+      model.fit(rows_of(rows), width_, y);
+      out.push_back(model.predict(x, width_));
+    }
+    return out;
+  }
+
+  // The `count` picks, the most promising first: the lowest scores (half of a full batch), then in turn the
+  // lowest not yet chosen of each resample's predictions, but a share drawn at random.
+  void choose(const std::vector<std::size_t>& open_now, const std::vector<float>& score, std::size_t count,
+              const std::vector<std::vector<float>>& resampled = {}) {
+    std::vector<std::size_t> order = ranked(score);
+    const auto explore = static_cast<std::size_t>(std::floor(options_.explore * static_cast<double>(count)));
+    std::vector<bool> chosen(open_now.size());
+    std::vector<std::size_t> picks;
+    const auto take = [&](std::size_t j) {
+      if (!chosen[j]) chosen[j] = true, picks.push_back(j);
+    };
+    for (std::size_t j = 0, k = 0; picks.size() < order.size() && picks.size() + explore < count; ++k)
+      if (picks.size() < full_picks_ || resampled.empty())
+        take(order[j++]);
+      else
+        take(lowest(resampled[k % resampled.size()], chosen));
+    for (std::size_t j = 0; j < open_now.size() && picks.size() < count; ++j) take(j);
+    for (std::size_t j : picks) batch_.push_back(open_now[j]);
+    for (std::size_t j = 0; j < order.size() && tail_.size() < ahead_; ++j)
+      if (!chosen[order[j]]) tail_.push_back(open_now[order[j]]);
+  }
+
+  static std::vector<std::size_t> ranked(const std::vector<float>& score) {
+    std::vector<std::size_t> order(score.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
-    const auto explore = static_cast<std::size_t>(std::floor(options_.explore * static_cast<double>(count)));
-    std::set<std::size_t> chosen;
-    for (std::size_t j = 0; j < order.size() && chosen.size() + explore < count; ++j)
-      chosen.insert(open_now[order[j]]);
-    for (std::size_t j = 0; j < open_now.size() && chosen.size() < count; ++j) chosen.insert(open_now[j]);
-    for (std::size_t j : order)
-      if (chosen.count(open_now[j])) batch_.push_back(open_now[j]);
-    for (std::size_t j = 0; j < order.size() && tail_.size() < ahead_; ++j)
-      if (!chosen.count(open_now[order[j]])) tail_.push_back(open_now[order[j]]);
+    return order;
+  }
+
+  // The lowest score not yet chosen (the first on ties, as the shuffle left them).
+  static std::size_t lowest(const std::vector<float>& score, const std::vector<bool>& chosen) {
+    std::size_t best = score.size();
+    for (std::size_t j = 0; j < score.size(); ++j)
+      if (!chosen[j] && (best == score.size() || score[j] < score[best])) best = j;
+    return best;
   }
 
   // Fits log time over what was measured; a failure counts as twice the slowest time seen, so that the model
@@ -167,6 +208,8 @@ class GuidedStrategy : public Strategy {
       y.push_back(static_cast<float>(std::isfinite(*times[i]) ? std::log(*times[i]) : worst + std::log(2.0)));
     width_ = features(rows.front()).size();
     model_.fit(rows_of(rows), width_, y);
+    fit_rows_ = std::move(rows);
+    fit_y_ = std::move(y);
     return true;
   }
 
@@ -182,9 +225,12 @@ class GuidedStrategy : public Strategy {
   BoostedTrees model_;
   std::size_t width_ = 0;
   std::vector<std::size_t> batch_;
-  std::vector<std::size_t> tail_;  // the most promising after the batch, as the last fit ranked them
-  std::size_t ahead_ = 0;          // the tail's length: options_.ahead, or what the budget leaves
-  std::size_t first_pos_ = 0;      // how far options_.first was dealt
+  std::vector<std::size_t> tail_;      // the most promising after the batch, as the last fit ranked them
+  std::size_t ahead_ = 0;              // the tail's length: options_.ahead, or what the budget leaves
+  std::size_t first_pos_ = 0;          // how far options_.first was dealt
+  std::vector<std::size_t> fit_rows_;  // what the last fit learnt from, for its resamples
+  std::vector<float> fit_y_;
+  std::size_t full_picks_ = 1;  // a batch's picks by the full model before the resamples take turns
 };
 
 // Over an enumerated space: every unmeasured candidate is ranked.

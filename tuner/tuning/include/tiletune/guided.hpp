@@ -37,6 +37,11 @@ struct GuidedOptions {
   // measured: the next batch is mostly among them, so compiling need not wait for the fit.
   std::size_t ahead = 16;
   int rounds = 60;  // trees per fit
+  // Models fit on bootstrap resamples of the measurements, beside the one fit on all of them: the first
+  // half of a full batch's picks are the full model's best, the rest the best of each resample's model in
+  // turn (batch Thompson sampling), so that a batch also spreads over what the data leaves uncertain instead
+  // of crowding one predicted optimum. 0: every pick by the full model.
+  std::size_t resamples = 3;
   // Transfer (see transfer.hpp): candidates measured first, in order, and a prior per candidate (lower is
   // more promising, NaN unknown) that orders the start in place of random draws.
   std::vector<std::size_t> first;
