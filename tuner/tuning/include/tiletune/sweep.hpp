@@ -98,16 +98,16 @@ DeviceLimits worker_device(Worker& worker);
 std::string resolve_strategy(const std::string& strategy, std::size_t runnable, std::size_t budget,
                              std::string* why = nullptr);
 
-// Sweeps one problem, measuring on every worker at once: one thread per worker takes the configurations the
-// calling thread deals out (see make_strategies), and the calling thread alone writes to the store. The
-// workers' GPUs must be one model (SweepError otherwise); the sweep is stored under the first, and its
-// strategy says how many GPUs measured. A worker that times out or dies costs only its own configuration.
 // The newest sweep of the problem on one of these GPUs (by uuid), of this shard, with the family's template
 // and parameter list as they are now: the one a resume continues, or that already swept the problem.
 std::optional<SweepInfo> newest_matching_sweep(const Store& store, const KernelFamily& family,
                                                const ProblemKey& problem,
                                                const std::vector<std::string>& uuids, const Shard& shard);
 
+// Sweeps one problem, measuring on every worker at once: one thread per worker takes the configurations the
+// calling thread deals out (see make_strategies), and the calling thread alone writes to the store. The
+// workers' GPUs must be one model (SweepError otherwise); the sweep is stored under the first, and its
+// strategy says how many GPUs measured. A worker that times out or dies costs only its own configuration.
 SweepSummary run_sweep(const KernelFamily& family, const ProblemKey& problem, Store& store,
                        const std::vector<Worker*>& workers, const CompileCache& cache,
                        const SweepOptions& options, std::ostream& out,
