@@ -6,16 +6,25 @@
 // loads BM x BK tiles of A and BN x BK tiles of B with TMA (cp.async.bulk.tensor) into a ring of STAGES
 // buffers in shared memory, each row 128 bytes swizzled by TMA exactly as wgmma's 128-byte-swizzle
 // descriptors read it; a full and an empty mbarrier per stage hand the buffers back and forth (the full one
-// counts the bytes TMA delivers). Each consumer owns BM / CONSUMERS rows of the tile and multiplies them with
-// wgmma.mma_async m64nBN from shared memory, keeping one k-tile of wgmmas in flight while it waits for the
-// next; with two consumers the producer gives its registers to them (setmaxnreg).
+// counts the bytes TMA delivers). Each consumer owns BM / CONSUMERS rows of the tile (or whole tiles in
+// turn, SCHEDULE below) and multiplies them with wgmma.mma_async m64nBN from shared memory, keeping one
+// k-tile of wgmmas in flight while it waits for the next; with two consumers the producer gives its
+// registers to them (setmaxnreg).
 //
 // Tiles: a cluster of CLUSTER_M x CLUSTER_N blocks takes a CLUSTER_M x CLUSTER_N patch of adjacent tiles.
 // Blocks of a cluster row share their A tile and blocks of a cluster column their B tile: one block loads it
 // and TMA multicasts it into every block that shares it, and a stage is refilled only once every consumer of
 // the cluster has released it. PERSISTENT = 1 launches at most one cluster per CLUSTER_M * CLUSTER_N SMs,
-// each walking the patches in steps of the grid; 0 launches one cluster per patch. Patches are visited in
-// groups of GROUP patch rows (RASTER 0) or columns (RASTER 1), so that neighbouring blocks share A and B in L2.
+// each walking the patches in steps of the grid; 2 launches the fewest clusters that take the same number of
+// turns (512 patches on 132 SMs: 128 clusters of 4 rather than 132 of 3 or 4); 0 launches one cluster per
+// patch. The kernel only reads the grid's size: the family's launch expression picks it. Patches are visited
+// in groups of GROUP patch rows (RASTER 0) or columns (RASTER 1), so that neighbouring blocks share A and B
+// in L2.
+//
+// SCHEDULE 0 (cooperative): the consumers split each tile's rows. SCHEDULE 1 (ping-pong, two consumers):
+// each consumer takes a whole BM x BN tile, the block's tiles going to the two in turn. The producer fills
+// the ring with one tile's k-tiles after the other's, so one consumer multiplies while the other, its tile
+// done, stores C: the tensor cores do not wait for the epilogue.
 //
 // Edges: TMA fills whatever lies outside A and B with zeros, so any M and N (and K up to the row) is right;
 // a block whose tile lies wholly outside C computes zeros and stores nothing. TMA needs 16-byte aligned rows:
@@ -23,8 +32,8 @@
 // from registers with bounds checks (any N); EPILOGUE 1 and 2 write each consumer's part of the tile, 128
 // bytes of columns at a time, into 128-byte-swizzled shared memory (no bank conflicts) and store it with TMA,
 // which clips at the edges: 1 stages the whole part at once, 2 cycles through two buffers (less shared memory,
-// so a deeper ring). C's rows must then be 16-byte aligned (N * sizeof(output) a multiple of 16), or the
-// tensor map is pruned.
+// so a deeper ring), 3 is 2 written with stmatrix (16-bit outputs). C's rows must then be 16-byte aligned
+// (N * sizeof(output) a multiple of 16), or the tensor map is pruned.
 //
 // B_KN = 1 (16-bit inputs only) takes B as K x N, row-major (C = A B, the layout of the seeds' GEMM): TMA
 // reads B's rows as they are stored, 64 columns (128 bytes) of BK rows at a time, into N-major 128-byte
@@ -67,6 +76,10 @@
 #define GROUP 8
 #endif
 
+#ifndef SCHEDULE
+#define SCHEDULE 0
+#endif
+
 #ifndef B_KN
 #define B_KN 0
 #endif
@@ -107,7 +120,9 @@ constexpr int C_BYTES = sizeof(c_t);
 constexpr int ATOM_K = 128 / AB_BYTES;  // elements of K in one 128-byte swizzled row
 constexpr int MMA_K = 32 / AB_BYTES;    // K of one wgmma
 constexpr int K_ATOMS = BK / ATOM_K;
-constexpr int WG_M = BM / CONSUMERS;  // rows of the tile per consumer warpgroup
+constexpr int WG_M = SCHEDULE ? BM : BM / CONSUMERS;  // rows of a tile per consumer warpgroup
+constexpr int TURNS = SCHEDULE ? CONSUMERS : 1;       // tiles a block has in flight, one per consumer in turn
+constexpr int STAGE_USERS = SCHEDULE ? 1 : CONSUMERS; // consumers that read each stage
 constexpr int M_ITERS = WG_M / 64;    // m64 wgmmas per consumer and k step
 constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
 constexpr int THREADS = 128 * (CONSUMERS + 1);
@@ -119,7 +134,7 @@ constexpr unsigned B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 // With B_KN, a stage of B is BN / 64 atoms, each BK rows of 64 columns (128 bytes), the same bytes in all.
 constexpr int N_ATOMS = BN / 64;
 constexpr unsigned BKN_ATOM_BYTES = BK * 128;
-// Staging buffers of C per consumer, each WG_M rows of 128 bytes: every column block (1) or two in turn (2).
+// Staging buffers of C per consumer, each WG_M rows of 128 bytes: every column block (1), or two in turn.
 constexpr int C_BUFS = EPILOGUE == 1 ? BN / C_SUB : 2;
 constexpr unsigned C_WG_BYTES = EPILOGUE ? C_BUFS * WG_M * 128 : 0;
 // Registers after reallocation: every thread starts with ENTRY_REGS (65536 per SM, one block of THREADS);
@@ -134,13 +149,15 @@ static_assert(CONSUMERS == 1 || (CONSUMER_REGS <= 256 && PRODUCER_REGS + CONSUME
 
 static_assert(BK % ATOM_K == 0, "BK is whole 128-byte rows");
 static_assert(WG_M % 64 == 0, "each consumer takes whole m64 slices");
+static_assert(SCHEDULE == 0 || (SCHEDULE == 1 && CONSUMERS == 2), "ping-pong (SCHEDULE 1): two consumers");
 static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma's N is a multiple of 8 up to 256");
 static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma wrappers exist for N 64, 128, 192, 256");
 static_assert(!EPILOGUE || BN % C_SUB == 0, "C is stored in whole 128-byte columns");
 static_assert(BM <= 256 && BN <= 256, "a TMA box holds at most 256 rows");
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
 static_assert(STAGES >= 2, "at least two stages");
-static_assert(EPILOGUE >= 0 && EPILOGUE <= 2, "EPILOGUE is 0, 1 or 2");
+static_assert(EPILOGUE >= 0 && EPILOGUE <= 3, "EPILOGUE is 0, 1, 2 or 3");
+static_assert(EPILOGUE != 3 || GEMM_TYPE != 2, "stmatrix (EPILOGUE 3) stores 16-bit outputs");
 static_assert(!B_KN || (GEMM_TYPE != 2 && BN % 64 == 0), "B as K x N: 16-bit inputs, whole 64-column atoms");
 
 // The kernel's view of a CUtensorMap: 128 opaque bytes, 64-byte aligned, passed as a __grid_constant__.
@@ -243,6 +260,9 @@ __device__ __forceinline__ void cluster_sync() {
 }
 __device__ __forceinline__ void named_sync(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -408,6 +428,60 @@ __device__ __forceinline__ void st_shared_pair(unsigned addr, float a, float b) 
 #endif
 }
 
+#if EPILOGUE == 3
+// Four 8 x 8 matrices of 16-bit values into shared memory; lane l gives the address of row l % 8 of matrix
+// l / 8, and register q holds this thread's pair of matrix q (row lane / 4, columns 2 (lane % 4) and next).
+__device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2,
+                                            unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+__device__ __forceinline__ unsigned pack_pair(float a, float b) {
+#if GEMM_TYPE == 0
+  __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+#else
+  __half2 v = __floats2half2_rn(a, b);
+#endif
+  return *reinterpret_cast<unsigned*>(&v);
+}
+#endif
+
+// Column block b of a consumer's accumulators (C_SUB columns, 128 bytes a row; their layout is described at
+// the epilogue) into a staging buffer of WG_M rows in TMA's 128-byte swizzle: 16-byte chunk c of row r goes
+// to chunk c ^ (r % 8), so no two lanes of a store share a bank. EPILOGUE 3 writes with stmatrix four 8 x 8
+// blocks (rows r and r + 8 of column groups j and j + 1) an instruction: a quarter of the stores.
+__device__ __forceinline__ void stage_column_block(unsigned buffer, const float (&acc)[M_ITERS][BN / 2],
+                                                   int b, int warp, int lane) {
+#pragma unroll
+  for (int mi = 0; mi < M_ITERS; ++mi) {
+#if EPILOGUE == 3
+    const int q = lane / 8;                                    // the matrix whose row this lane addresses
+    const int r = mi * 64 + warp * 16 + 8 * (q % 2) + lane % 8;  // row within the consumer's part
+#pragma unroll
+    for (int jp = 0; jp < C_SUB / 16; ++jp) {
+      const int j = b * (C_SUB / 8) + 2 * jp;
+      const unsigned addr = buffer + r * 128 + (((2 * jp + q / 2) ^ (r & 7)) << 4);
+      const float* v = &acc[mi][4 * j];
+      stmatrix_x4(addr, pack_pair(v[0], v[1]), pack_pair(v[2], v[3]), pack_pair(v[4], v[5]),
+                  pack_pair(v[6], v[7]));
+    }
+#else
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = mi * 64 + warp * 16 + lane / 4 + 8 * h;  // row within the consumer's part
+#pragma unroll
+      for (int jj = 0; jj < C_SUB / 8; ++jj) {
+        const int j = b * (C_SUB / 8) + jj;
+        const int byte = (8 * jj + 2 * (lane % 4)) * C_BYTES;  // within the row's 128 bytes
+        const unsigned addr = buffer + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15));
+        st_shared_pair(addr, acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
+      }
+    }
+#endif
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma(const ab_t* A, const ab_t* B, c_t* C, const __grid_constant__ TensorMap tma_a,
                const __grid_constant__ TensorMap tma_b, const __grid_constant__ TensorMap tma_c, int M, int N,
@@ -432,7 +506,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);
-      mbar_init(empty_bar + 8 * s, CONSUMERS * 4 * CLUSTER);  // each consumer warp, from every block
+      mbar_init(empty_bar + 8 * s, STAGE_USERS * 4 * CLUSTER);  // each reading consumer warp, every block
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -505,9 +579,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #endif
     const int wg = warpgroup - 1;
     const int warp = t / 32, lane = t % 32;
+    const int row0 = SCHEDULE ? 0 : wg * WG_M;  // this consumer's first row in the tile
     float acc[M_ITERS][BN / 2];
     int stage = 0;
     unsigned phase = 0;
+    // Passes over n k-tiles of the ring that another consumer reads (ping-pong): each wrap flips the phase.
+    auto skip = [&](int n) {
+      const int total = stage + n;
+      phase ^= (total / STAGES) & 1;
+      stage = total % STAGES;
+    };
     // Each consumer warp, once its wgmmas on a stage are done, releases the stage in every block of the
     // cluster (the producers there may multicast into all of them): lane c arrives on block c's barrier.
     auto release = [&](int s) {
@@ -517,10 +598,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         mbar_arrive_cluster(empty_bar + 8 * s, lane);
       }
     };
-    for (int patch = cluster_id; patch < patches; patch += clusters) {
+    // The block's tiles go to its consumers in turn (ping-pong), or each to all of them (cooperative).
+    if (SCHEDULE) skip(wg * k_tiles);
+    const int first = cluster_id + (SCHEDULE ? wg : 0) * clusters;
+    for (int patch = first; patch < patches; patch += TURNS * clusters) {
       int cm, cn;
       patch_of(patch, patches_m, patches_n, cm, cn);
       const int m0 = (cm * CLUSTER_M + rank_m) * BM, n0 = (cn * CLUSTER_N + rank_n) * BN;
+      // Ping-pong: a consumer starts a tile's multiplies once the other has issued its previous tile's (named
+      // barrier 3 + wg, which the other arrives on). So the two take the tensor cores in turn, and every full
+      // barrier a consumer waits on has completed its previous phase: a parity wait cannot pass early.
+      if (SCHEDULE && (wg == 1 || patch != first)) named_sync(3 + wg, 256);
       int previous = -1;
       for (int kt = 0; kt < k_tiles; ++kt) {
         mbar_wait(full_bar + 8 * stage, phase);
@@ -533,7 +621,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int mi = 0; mi < M_ITERS; ++mi) {
               const unsigned long long da = smem_desc(sA + stage * A_STAGE_BYTES + a * A_ATOM_BYTES +
-                                                      (wg * WG_M + mi * 64) * 128 + ks * MMA_K * AB_BYTES);
+                                                      (row0 + mi * 64) * 128 + ks * MMA_K * AB_BYTES);
               wgmma<BN>(acc[mi], da, db, (kt | a | ks) != 0);
             }
           }
@@ -548,12 +636,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
           phase ^= 1;
         }
       }
+      // The other consumer's next tile (the one after this patch in the block's walk), if any, may start.
+      if (SCHEDULE && patch + clusters < patches) named_arrive(3 + (1 - wg), 256);
       wgmma_wait<0>();
       if (previous >= 0) release(previous);
+      if (SCHEDULE) skip((TURNS - 1) * k_tiles);  // the other consumer's next tile
 
       // Thread t holds, for each m64 slice mi and each 8 columns j, rows r and r + 8 (r = 16 warp + lane / 4)
       // at columns 8 j + 2 (lane % 4) and the next: acc[mi][4 j + 2 h + {0, 1}] for row r + 8 h.
-      const int row0 = wg * WG_M;  // this consumer's first row in the tile
 #if EPILOGUE == 0
       const bool pairs = (N % 2) == 0;
 #pragma unroll
@@ -586,19 +676,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         // The store that read this buffer last, C_BUFS stores ago, is done with it.
         if (t == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(C_BUFS - 1) : "memory");
         named_sync(1 + wg, 128);
-#pragma unroll
-        for (int mi = 0; mi < M_ITERS; ++mi)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = mi * 64 + warp * 16 + lane / 4 + 8 * h;  // row within this consumer's part
-#pragma unroll
-            for (int jj = 0; jj < C_SUB / 8; ++jj) {
-              const int j = b * (C_SUB / 8) + jj;
-              const int byte = (8 * jj + 2 * (lane % 4)) * C_BYTES;  // within the row's 128 bytes
-              const unsigned addr = buffer + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15));
-              st_shared_pair(addr, acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
-            }
-          }
+        stage_column_block(buffer, acc, b, warp, lane);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         named_sync(1 + wg, 128);
         if (t == 0) {
