@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string_view>
 
+#include "pruned.hpp"
 #include "store_rows.hpp"
 #include "tiletune/json_depth.hpp"
 #include "tiletune/result_fields.hpp"
@@ -26,7 +27,7 @@ using rows::ImportedSweep;
 using rows::in_quotes;
 
 // The columns in the order the export writes them. The first 21 are those of earlier exports, so that what
-// reads those by position keeps working; then the result values they lacked, the sweep's, and last the two
+// reads those by position keeps working; then the result values they lacked, the sweep's, and last the three
 // JSON objects, which the export writes on a sweep's first row only (a family description is kilobytes).
 // clang-format off
 namespace col {
@@ -37,7 +38,7 @@ enum : std::size_t {
   local_bytes, spill_bytes, threads_per_block, active_blocks, active_warps, sm_clock_mhz,
   measured_at, compile_ms, measure_ms, times_ms,                                    // ... to here
   device_uuid, sm_count, is_profile, template_hash, space_hash, kind, strategy,     // the sweep
-  status, started_at, ended_at, tiletune_version, git_sha, device_properties, family_description,
+  status, started_at, ended_at, tiletune_version, git_sha, device_properties, family_description, pruned,
   count
 };
 }  // namespace col
@@ -50,7 +51,7 @@ constexpr std::array<std::string_view, col::count> column_names{
   "measured_at", "compile_ms", "measure_ms", "times_ms",
   "device_uuid", "sm_count", "is_profile", "template_hash", "space_hash", "kind", "strategy",
   "status", "started_at", "ended_at", "tiletune_version", "git_sha", "device_properties",
-  "family_description"};
+  "family_description", "pruned"};
 // clang-format on
 
 // The column of a result field (result_fields() names each one among column_names).
@@ -61,12 +62,17 @@ std::size_t column_of(std::string_view name) {
 }
 
 constexpr bool is_result_column(std::size_t c) { return c >= col::params && c <= col::times_ms; }
-// Columns that exports before schema version 2 lack: a file without them imports with no times.
+// Columns that exports before schema version 2 lack (a file without them imports with no times), and the
+// pruned counts that exports before version 4 lack (their pruned configurations are rows).
 constexpr bool is_optional_column(std::size_t c) {
-  return c == col::compile_ms || c == col::measure_ms || c == col::times_ms;
+  return c == col::compile_ms || c == col::measure_ms || c == col::times_ms || c == col::pruned;
 }
 constexpr bool is_json_column(std::size_t c) {
-  return c == col::device_properties || c == col::family_description;
+  return c == col::device_properties || c == col::family_description || c == col::pruned;
+}
+// Where SweepRows::objects_given keeps whether a JSON column was given.
+constexpr std::size_t json_index(std::size_t c) {
+  return c == col::device_properties ? 0 : c == col::family_description ? 1 : 2;
 }
 
 std::optional<std::size_t> column_named(std::string_view name) {
@@ -349,7 +355,8 @@ struct SweepRows {
   std::size_t index = 0;  // in the sweeps read
   Cells written;  // size, args, sm_count, is_profile, kind, status, ended_at as its first row has them
   std::array<std::size_t, col::count> lines{};  // where each sweep column was first given
-  std::array<bool, 2> objects_given{};          // device_properties, family_description
+  std::array<bool, 3> objects_given{};          // device_properties, family_description, pruned
+  std::string pruned_text;                      // the pruned counts as given, compact JSON
   std::size_t without_results = 0;              // the line of its row without results, 0 when none
   std::size_t with_results = 0;                 // the line of its first result row, 0 when none
   std::map<std::string, std::size_t> params_lines;
@@ -385,6 +392,16 @@ const std::string* held_as_written(const ImportedSweep& s, std::size_t c) {
   }
 }
 
+// The pruned counts of a row's sweep; none where the column is empty.
+PrunedCounts pruned_of(const Row& row) {
+  if (row.text(col::pruned).empty()) return {};
+  try {
+    return rows::pruned_from_json(json::parse(row.object_text(col::pruned)));
+  } catch (const std::invalid_argument& e) {
+    row.fail(col::pruned, e.what());
+  }
+}
+
 // A later row of a sweep says what its first row said. The JSON objects, which the export writes on a sweep's
 // first row only, may come on any row (rows sorted otherwise) or none; the rows that have them agree.
 void check_same_sweep(const Row& row, ImportedSweep& sweep, SweepRows& earlier) {
@@ -397,12 +414,14 @@ void check_same_sweep(const Row& row, ImportedSweep& sweep, SweepRows& earlier) 
     };
     if (is_json_column(c)) {
       if (text.empty()) continue;
-      const bool properties = c == col::device_properties;
-      std::string& held = properties ? sweep.device.properties_json : sweep.description_json;
+      std::string& held = c == col::device_properties    ? sweep.device.properties_json
+                          : c == col::family_description ? sweep.description_json
+                                                         : earlier.pruned_text;
       std::string object = row.object_text(c);
-      if (!earlier.objects_given[properties ? 0 : 1]) {
+      if (!earlier.objects_given[json_index(c)]) {
+        if (c == col::pruned) sweep.pruned = pruned_of(row);
         held = std::move(object);
-        earlier.objects_given[properties ? 0 : 1] = true;
+        earlier.objects_given[json_index(c)] = true;
         earlier.lines[c] = row.line(c);
       } else if (object != held) {
         differs(held);
@@ -434,6 +453,7 @@ ImportedSweep read_sweep(const Row& row) {
   s.family = row.text(col::family);
   s.template_hash = row.text(col::template_hash);
   s.description_json = row.object_text(col::family_description);
+  s.pruned = pruned_of(row);
   try {
     s.problem.dims = parse_size_text(row.text(col::size));
   } catch (const std::invalid_argument& e) {
@@ -544,7 +564,8 @@ SweepRows first_sweep_row(const Row& row, const ImportedSweep& sweep, std::size_
     if (!is_json_column(c) && held_as_written(sweep, c) == nullptr) first.written[c] = row.text(c);
   }
   first.objects_given = {!row.text(col::device_properties).empty(),
-                         !row.text(col::family_description).empty()};
+                         !row.text(col::family_description).empty(), !row.text(col::pruned).empty()};
+  if (first.objects_given[2]) first.pruned_text = row.object_text(col::pruned);
   return first;
 }
 
@@ -661,6 +682,8 @@ void Store::export_csv(std::ostream& out, const std::string& family, const std::
                        rows::object_text_or_empty(rows::family_description(db, s.family, s.template_hash)))
               .first;
     cells[col::family_description] = description->second;
+    const PrunedCounts pruned = rows::select_pruned(db, s.id);
+    cells[col::pruned] = pruned.empty() ? "" : rows::pruned_json(pruned).dump();
     const std::vector<StoredResult> results = rows::select_results(db, s.id);
     // A sweep without results is one row whose result columns are empty, so that it comes back on import.
     if (results.empty()) write_row(out, cells);
@@ -669,6 +692,7 @@ void Store::export_csv(std::ostream& out, const std::string& family, const std::
       write_row(out, cells);
       cells[col::device_properties].clear();
       cells[col::family_description].clear();
+      cells[col::pruned].clear();
     }
   }
   if (!out) throw StoreError("export_csv: writing the output failed");

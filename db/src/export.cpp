@@ -8,6 +8,7 @@
 #include <ostream>
 #include <set>
 
+#include "pruned.hpp"
 #include "schema.hpp"
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
@@ -239,6 +240,14 @@ ImportedSweep read_sweep(const json& value, const std::string& where) {
     if (!seen.insert(params_to_text(s.results.back().record.params)).second)
       Fields::fail(at, "repeats the params of an earlier result");
   }
+  // Exports before schema version 4 have none: their pruned configurations are results.
+  if (const json* pruned = f.find("pruned")) {
+    try {
+      s.pruned = rows::pruned_from_json(*pruned);
+    } catch (const std::invalid_argument& e) {
+      Fields::fail(f.at("pruned"), e.what());
+    }
+  }
   return s;
 }
 
@@ -349,6 +358,7 @@ std::string Store::export_json(const std::string& family, const std::string& dev
         {"tiletune_version", s.tiletune_version},
         {"git_sha", s.git_sha},
         {"results", std::move(results)},
+        {"pruned", rows::pruned_json(rows::select_pruned(db, s.id))},
     });
   }
   const json doc{{"format", export_format},

@@ -650,7 +650,7 @@ std::string header_line(const char* key, const json& value) {
 
 // The header of the cache file, "{" and a line for each field before "cache".
 std::string cache_header(const SweepInfo& sweep, const json& description, const TuneParams& tune_params,
-                         const std::vector<std::string>& keys) {
+                         const std::vector<std::string>& keys, const PrunedCounts& pruned) {
   std::string kernel = sweep.family;
   if (const json* k = description.is_object() ? find(description, "kernel") : nullptr; k && k->is_string())
     kernel = k->get<std::string>();
@@ -668,7 +668,9 @@ std::string cache_header(const SweepInfo& sweep, const json& description, const 
                                       {"size", sweep.problem.size_text()},
                                       {"args", sweep.problem.args_text()},
                                       {"device_uuid", sweep.device.uuid},
-                                      {"sweep_uid", sweep.uid}});
+                                      {"sweep_uid", sweep.uid},
+                                      // What was pruned before compiling, by reason: no cache entries.
+                                      {"pruned", pruned}});
   return out;
 }
 
@@ -731,7 +733,8 @@ std::string export_kernel_tuner(const Store& store, std::int64_t sweep_id) {
   for (const auto& [name, list] : tune_params) keys.push_back(name);
   // Laid out as Kernel Tuner writes it, so that Kernel Tuner can go on appending to it: the header, then one
   // entry per line, and the file ends with "}\n}".
-  std::string out = cache_header(*sweep, description, tune_params, keys) + "\"cache\": {";
+  std::string out =
+      cache_header(*sweep, description, tune_params, keys, store.pruned_counts(sweep_id)) + "\"cache\": {";
   const char* separator = "\n";
   for (const StoredResult& stored : results) {
     out += separator + cache_entry(stored, keys, sweep_id);

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <set>
 
+#include "pruned.hpp"
 #include "store_rows.hpp"
 
 namespace tiletune {
@@ -251,8 +252,9 @@ std::int64_t copy_results(const sql::Db& out, std::int64_t to, std::int64_t fami
   return written;
 }
 
-// Adds the sweep and every result as stored, held to the import's rules (it is what an export and an import
-// would carry); returns the results added, or nullopt when the output refuses its device.
+// Adds the sweep, every result as stored and its pruned counts, held to the import's rules (it is what an
+// export and an import would carry); returns the results added, or nullopt when the output refuses its
+// device.
 std::optional<std::int64_t> copy_sweep(const sql::Db& out, const sql::Db& in, const SweepInfo& s,
                                        const ImportPlanCheck& check, std::string& refused) {
   rows::ImportedSweep checked;
@@ -282,7 +284,9 @@ std::optional<std::int64_t> copy_sweep(const sql::Db& out, const sql::Db& in, co
   if (!s.ended_at.empty()) row.ended_at = s.ended_at;
   row.tiletune_version = s.tiletune_version;
   row.git_sha = s.git_sha;
-  const std::int64_t added = copy_results(out, rows::insert_sweep(out, row), row.family_id, in, s, check);
+  const std::int64_t id = rows::insert_sweep(out, row);
+  const std::int64_t added = copy_results(out, id, row.family_id, in, s, check);
+  rows::add_pruned(out, id, rows::select_pruned(in, s.id), "pruned");
   savepoint.release();
   return added;
 }
@@ -390,6 +394,10 @@ class Merger {
   // is an earlier snapshot of it, else kept as it is there.
   void merge_copies(const Source& from, const StoredSweep& kept, const SweepInfo& s) {
     const Comparison c = compare(out_, kept, from.in, s, check_);
+    // Where the incoming copy holds every result of the stored one, its pruned counts are at least as far
+    // along (they only grow); record_pruned's rule keeps the larger count of each reason.
+    if (!c.disagreement && c.only_kept == 0)
+      rows::add_pruned(out_, kept.id, rows::select_pruned(from.in, s.id), "pruned");
     if (!c.disagreement && c.only_kept == 0 && c.only_incoming.empty()) {
       ++from.counts.sweeps_skipped;
       return;

@@ -351,6 +351,7 @@ struct Marker {
 struct SweepView {
   SweepInfo info;
   std::vector<StoredResult> results;
+  PrunedCounts pruned;                // what was pruned before compiling, counted (not in `results`)
   std::optional<std::size_t> winner;  // the fastest ok result with a time
   bool by_metric = false;             // every timed ok result has a metric, all in one unit
   std::string unit;                   // the metric's unit, or "ms"
@@ -460,6 +461,7 @@ SweepView view_of(const Store& store, const SweepInfo& info) {
   SweepView s;
   s.info = info;
   s.results = store.results(info.id);
+  s.pruned = store.pruned_counts(info.id);
   index_results(s);
   choose_unit(s);
   const std::string description_text = store.family_description(info.family, info.template_hash);
@@ -615,7 +617,9 @@ CellLook failed_look(const ResultRecord& r) {
 
 std::string heat_cell(const SweepView& s, const HeatGrid& g, const Params& p, std::size_t xi,
                       std::size_t yi) {
-  CellLook look{"url(#tt-hatch)", ": not in this sweep", "", ""};
+  CellLook look{"url(#tt-hatch)",
+                s.pruned.empty() ? ": not in this sweep" : ": not in this sweep, or pruned before compiling",
+                "", ""};
   if (const auto it = s.by_params.find(p); it != s.by_params.end()) {
     const ResultRecord& r = s.results[it->second].record;
     const auto v = value_of(s, r);
@@ -912,8 +916,8 @@ std::string distribution_figure(const SweepView& s) {
 
 std::string outcomes_figure(const SweepView& s) {
   struct Count {
-    int n = 0;
-    std::map<std::string, int> reasons;
+    std::int64_t n = 0;
+    std::map<std::string, std::int64_t> reasons;
   };
   std::map<Outcome, Count> counts;
   for (const auto& r : s.results) {
@@ -921,16 +925,21 @@ std::string outcomes_figure(const SweepView& s) {
     ++c.n;
     if (r.record.outcome != Outcome::ok) ++c.reasons[clipped(first_line(r.record.reason), 160)];
   }
-  const std::string title = "Outcomes: " + std::to_string(s.results.size()) + " configuration" +
-                            (s.results.size() == 1 ? "" : "s") + " (sweep " + std::to_string(s.info.id) + ")";
+  for (const auto& [reason, n] : s.pruned) {
+    counts[Outcome::pruned].n += n;
+    counts[Outcome::pruned].reasons[clipped(first_line(reason), 160)] += n;
+  }
+  const std::int64_t total = static_cast<std::int64_t>(s.results.size()) + pruned_total(s.pruned);
+  const std::string title = "Outcomes: " + std::to_string(total) + " configuration" +
+                            (total == 1 ? "" : "s") + " (sweep " + std::to_string(s.info.id) + ")";
   std::string out = "<figure class=\"tt-figure tt-wide\" id=\"outcomes-" + std::to_string(s.info.id) +
                     "\"><h4>" + title + "</h4>";
-  if (s.results.empty()) return out + "<p class=\"tt-sub\">no results stored</p></figure>";
+  if (total == 0) return out + "<p class=\"tt-sub\">no results stored</p></figure>";
   out += "<table class=\"tt-outcomes\" data-chart=\"outcomes\" data-id=\"" + std::to_string(s.info.id) +
          "\"><thead><tr><th>outcome</th><th>count</th><th>share</th><th>most frequent "
          "reasons</th></tr></thead><tbody>";
   for (const auto& [outcome, c] : counts) {
-    std::vector<std::pair<std::string, int>> reasons(c.reasons.begin(), c.reasons.end());
+    std::vector<std::pair<std::string, std::int64_t>> reasons(c.reasons.begin(), c.reasons.end());
     std::stable_sort(reasons.begin(), reasons.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     std::string shown;
@@ -941,7 +950,7 @@ std::string outcomes_figure(const SweepView& s) {
                "</div>";
     if (reasons.size() > 3)
       shown += "<div class=\"tt-small\">and " + std::to_string(reasons.size() - 3) + " other reasons</div>";
-    const double share = static_cast<double>(c.n) / static_cast<double>(s.results.size());
+    const double share = static_cast<double>(c.n) / static_cast<double>(total);
     const std::string colour = outcome == Outcome::ok       ? "#33a02c"
                                : outcome == Outcome::pruned ? "#a0a0a0"
                                                             : "#e31a1c";
@@ -1496,9 +1505,9 @@ std::string sweep_row(const SweepView& s) {
          esc(i.device.name, 120) + "</td><td>" + esc(i.kind, 20) + "</td><td>" + esc(i.status, 20) +
          "</td><td>" + esc(short_time(i.started_at), 40) + "</td><td>" +
          (i.ended_at.empty() ? "-" : esc(short_time(i.ended_at), 40)) + "</td><td class=\"tt-num\">" +
-         std::to_string(s.results.size()) + "</td><td class=\"tt-num\">" + std::to_string(ok) + "</td><td>" +
-         best_text + "</td><td>" + esc(i.tiletune_version, 40) + " <code>" + esc(i.git_sha, 12) +
-         "</code></td></tr>";
+         std::to_string(static_cast<std::int64_t>(s.results.size()) + pruned_total(s.pruned)) +
+         "</td><td class=\"tt-num\">" + std::to_string(ok) + "</td><td>" + best_text + "</td><td>" +
+         esc(i.tiletune_version, 40) + " <code>" + esc(i.git_sha, 12) + "</code></td></tr>";
 }
 
 // Every selected sweep in one table, each linking to its section.

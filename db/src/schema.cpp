@@ -136,10 +136,23 @@ ALTER TABLE sweeps ADD COLUMN best_found_seconds REAL;
 )sql");
 }
 
+// Version 4: what a sweep pruned before compiling, as counts per reason rather than a configurations and a
+// results row for each (most of a large space, and most of the file). Older sweeps keep their pruned rows.
+void add_version_4(const sql::Db& db) {
+  db.exec(R"sql(
+CREATE TABLE pruned (
+  sweep_id INTEGER NOT NULL REFERENCES sweeps (id) ON DELETE CASCADE,
+  reason   TEXT NOT NULL,
+  count    INTEGER NOT NULL CHECK (count > 0),
+  PRIMARY KEY (sweep_id, reason)
+) WITHOUT ROWID;
+)sql");
+}
+
 using MigrationStep = void (*)(const sql::Db&);
 // migrations[v] takes a database from schema version v to v + 1; a new version appends one step.
 constexpr std::array<MigrationStep, current_version> migrations{&create_version_1, &add_version_2,
-                                                                &add_version_3};
+                                                                &add_version_3, &add_version_4};
 
 }  // namespace
 

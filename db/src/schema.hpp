@@ -8,7 +8,7 @@
 namespace tiletune::schema {
 
 // Store::schema_version repeats this for the public header; the client library cannot link the store.
-inline constexpr int current_version = 3;
+inline constexpr int current_version = 4;
 // PRAGMA application_id of every tiletune database: "TTdb".
 inline constexpr std::int64_t application_id = 0x54546462;
 

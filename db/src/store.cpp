@@ -1,6 +1,7 @@
 #include "tiletune/store.hpp"
 
 #include "best_query.hpp"
+#include "pruned.hpp"
 #include "schema.hpp"
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
@@ -112,7 +113,7 @@ std::int64_t Store::begin_sweep(const SweepSpec& spec) {
 }
 
 std::int64_t Store::add_sweep(const SweepSpec& spec, const std::vector<ResultRecord>& records,
-                              const std::string& status) {
+                              const std::string& status, const PrunedCounts& pruned) {
   check_spec(spec, "add_sweep");
   if (status.empty()) throw StoreError("add_sweep: the status is empty");
   const sql::Db& db = impl_->db;
@@ -121,6 +122,7 @@ std::int64_t Store::add_sweep(const SweepSpec& spec, const std::vector<ResultRec
   rows::ResultWriter writer(db, rows::sweep_family_id(db, id));
   const std::string now = sql::utc_now_iso8601();
   for (const ResultRecord& record : records) writer.write(id, record, now);
+  rows::add_pruned(db, id, pruned, "add_sweep");
   set_status(db, id, status);
   transaction.commit();
   return id;

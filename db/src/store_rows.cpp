@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "pruned.hpp"
 #include "tiletune/json_depth.hpp"
 #include "tiletune/result_fields.hpp"
 #include "tiletune/utf8.hpp"
@@ -625,6 +626,7 @@ ImportSummary write_imported(const sql::Db& db, const std::vector<ImportedSweep>
         writer.write(sweep_id,
                      checked_against_plan(r.record, check, s.family, s.device, s.problem, "imported as ok"),
                      r.measured_at);
+      add_pruned(db, sweep_id, s.pruned, "pruned");
     } catch (const StoreError& e) {
       throw fail("", e);
     }

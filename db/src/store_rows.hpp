@@ -115,6 +115,7 @@ struct ImportedSweep {
   std::optional<std::string> ended_at;
   std::string tiletune_version, git_sha;
   std::vector<ImportedResult> results;
+  PrunedCounts pruned;  // what was pruned before compiling (schema version 4)
 };
 
 // Names the place of a value in the file, by its key in the JSON export ("median_ms", "device.sm_count"):

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <set>
 
+#include "pruned.hpp"
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
 #include "tiletune/result_fields.hpp"
@@ -147,7 +148,10 @@ void Store::export_t4(std::ostream& out, const std::string& family, const std::s
                              {"ended_at", s.ended_at.empty() ? json(nullptr) : json(s.ended_at)},
                              {"tiletune_version", s.tiletune_version},
                              {"git_sha", s.git_sha},
-                             {"best_so_far", best_so_far_json(best_so_far(s.id))}});
+                             {"best_so_far", best_so_far_json(best_so_far(s.id))},
+                             // What was pruned before compiling, counted by reason: those configurations
+                             // have no result entry (T4 does not ask for every invalid one).
+                             {"pruned", rows::pruned_json(rows::select_pruned(db, s.id))}});
   }
   const json metadata{
       {"timeunit", "milliseconds"},

@@ -172,7 +172,7 @@ std::vector<BadImport> bad_imports() {
       {"wrong format", edit([](json& d) { d["format"] = "kernel-tuner-cache"; }),
        "format is 'kernel-tuner-cache'"},
       {"newer schema", edit([](json& d) { d["schema_version"] = Store::schema_version + 1; }),
-       "schema version 4 is newer than this tiletune (knows 3)"},
+       "schema version 5 is newer than this tiletune (knows 4)"},
       {"no schema", edit([](json& d) { d.erase("schema_version"); }), "schema_version"},
       {"unknown outcome", edit([](json& d) { d["sweeps"].back()["results"].back()["outcome"] = "exploded"; }),
        "'exploded' is not an outcome name"},
@@ -429,13 +429,13 @@ TEST(Export, CsvQuotesCommasQuotesAndLineBreaks) {
       "local_bytes,spill_bytes,threads_per_block,active_blocks,active_warps,sm_clock_mhz,measured_at,"
       "compile_ms,measure_ms,times_ms,device_uuid,sm_count,is_profile,template_hash,space_hash,kind,strategy,"
       "status,started_at,ended_at,"
-      "tiletune_version,git_sha,device_properties,family_description");
+      "tiletune_version,git_sha,device_properties,family_description,pruned");
   EXPECT_NE(csv.find(",\"bad, \"\"quoted\"\"\nsecond line\","), std::string::npos);
   EXPECT_NE(csv.find(R"("Lab ""GPU"" \ #2, rev. é")"), std::string::npos);
 
   const auto rows = test::parse_csv(csv);
   ASSERT_EQ(rows.size(), 11u);  // header + 10 results
-  for (const auto& row : rows) EXPECT_EQ(row.size(), 45u);
+  for (const auto& row : rows) EXPECT_EQ(row.size(), 46u);
   int found = 0;
   for (const auto& row : rows) {
     if (row[7] == "compile_failed") {

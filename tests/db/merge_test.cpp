@@ -408,7 +408,7 @@ TEST(Merge, AnInputOfAnOlderSchemaIsReadFromAnUpgradedCopy) {
   sql_exec(shards[0],
            "ALTER TABLE results DROP COLUMN compile_ms; ALTER TABLE results DROP COLUMN measure_ms; "
            "ALTER TABLE results DROP COLUMN times_json; ALTER TABLE sweeps DROP COLUMN best_found_count; "
-           "ALTER TABLE sweeps DROP COLUMN best_found_seconds; PRAGMA user_version = 1");
+           "ALTER TABLE sweeps DROP COLUMN best_found_seconds; DROP TABLE pruned; PRAGMA user_version = 1");
   const std::string bytes = read_bytes(shards[0]);
   const Store::MergeSummary summary = merge(shards, dir / "all.db");
   EXPECT_EQ(summary.total.sweeps_added, 1);

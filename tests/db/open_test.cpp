@@ -94,7 +94,7 @@ TEST(Open, NewerSchemaIsRefused) {
   const auto path = dir / "future.db";
   Store::open(path).begin_sweep(test::spec("gemm_tiled", test::h100, {8, 8, 8}));
   run_sql(path, "PRAGMA user_version = 99");
-  expect_refused_untouched(path, "schema version 99 is newer than this tiletune (knows 3)");
+  expect_refused_untouched(path, "schema version 99 is newer than this tiletune (knows 4)");
 }
 
 TEST(Open, OtherApplicationIdIsRefused) {

@@ -450,7 +450,7 @@ TEST(Store, RemembersWhenASweepFoundItsBest) {
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
                            "ALTER TABLE sweeps DROP COLUMN best_found_count; ALTER TABLE sweeps DROP COLUMN "
-                           "best_found_seconds; PRAGMA user_version = 2",
+                           "best_found_seconds; DROP TABLE pruned; PRAGMA user_version = 2",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(db);

@@ -92,12 +92,13 @@ TEST(Times, CsvOfTheEarlierVersionWithoutTimesStillImports) {
   std::ostringstream csv;
   source.export_csv(csv);
   auto table = test::parse_csv(csv.str());
-  // The 42 columns of the previous export: drop compile_ms, measure_ms and times_ms.
+  // The 42 columns of the export of schema version 1: drop compile_ms, measure_ms, times_ms and pruned.
   std::set<std::size_t> dropped;
   for (std::size_t c = 0; c < table[0].size(); ++c)
-    if (table[0][c] == "compile_ms" || table[0][c] == "measure_ms" || table[0][c] == "times_ms")
+    if (table[0][c] == "compile_ms" || table[0][c] == "measure_ms" || table[0][c] == "times_ms" ||
+        table[0][c] == "pruned")
       dropped.insert(c);
-  ASSERT_EQ(dropped.size(), 3u);
+  ASSERT_EQ(dropped.size(), 4u);
   for (auto& row : table)
     for (auto it = dropped.rbegin(); it != dropped.rend(); ++it)
       row.erase(row.begin() + static_cast<long>(*it));
@@ -190,7 +191,7 @@ TEST(Times, AVersionOneDatabaseIsReadAndUpgraded) {
   run_sql(path,
           "ALTER TABLE results DROP COLUMN compile_ms; ALTER TABLE results DROP COLUMN measure_ms; "
           "ALTER TABLE results DROP COLUMN times_json; ALTER TABLE sweeps DROP COLUMN best_found_count; "
-          "ALTER TABLE sweeps DROP COLUMN best_found_seconds; PRAGMA user_version = 1;");
+          "ALTER TABLE sweeps DROP COLUMN best_found_seconds; DROP TABLE pruned; PRAGMA user_version = 1;");
   {
     const Store reader = Store::open(path, Store::Mode::read_only);
     const auto results = reader.results(reader.sweeps().front().id);

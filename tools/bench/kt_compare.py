@@ -112,6 +112,7 @@ def describe_space(cache_path, workdir):
     with open(runnable_path, "w") as f:
         json.dump(dict(doc, cache=runnable), f)
     extra = doc.get("tiletune", {})
+    counted = sum(extra.get("pruned", {}).values())
     return {
         "source": cache_path,
         "cache": runnable_path,
@@ -121,8 +122,9 @@ def describe_space(cache_path, workdir):
         "args": extra.get("args", ""),
         "device": doc.get("device_name", ""),
         "sweep_uid": extra.get("sweep_uid", ""),
-        "configurations": len(entries),
-        "pruned": len(entries) - len(runnable),
+        "configurations": len(entries) + counted,
+        # Pruned before compiling: InvalidConfig entries (sweeps stored before schema version 4) or counts.
+        "pruned": len(entries) - len(runnable) + counted,
         "runnable": len(runnable),
         "ok": len(ok),
         "optimum_ms": min(ok),

@@ -69,8 +69,11 @@ struct KernelTunerTarget {
 std::string kernel_tuner_import_document(const KernelTunerCache& cache, const KernelTunerTarget& target);
 
 // One stored sweep as a Kernel Tuner cache file (closed): ok results with time = median_ms, times = times_ms,
-// compile_time = compile_ms; failures with Kernel Tuner 1.5's "__error__". Throws StoreError ("export: ...")
-// for a missing sweep, a plan, or a sweep without results.
+// compile_time = compile_ms; failures with Kernel Tuner 1.5's "__error__". What was pruned before compiling
+// has no entry (a sweep stored before schema version 4 has its pruned results as InvalidConfig): the header's
+// "tiletune" object counts it by reason under "pruned", and a Kernel Tuner run over the cache in simulation
+// mode keeps to its entries with a restriction (as tools/bench/kt_compare.py does). Throws StoreError
+// ("export: ...") for a missing sweep, a plan, or a sweep without results.
 std::string export_kernel_tuner(const Store& store, std::int64_t sweep_id);
 
 }  // namespace tiletune

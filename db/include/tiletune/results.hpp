@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,17 @@ struct ResultRecord {
   std::optional<double> measure_ms;  // wall time of the worker's measurement: set-up, checks and timed runs
   std::vector<double> times_ms;      // every timed run's kernel time, in the order they ran
 };
+
+// How many configurations a sweep (or a stored plan) pruned before compiling, by reason: the plan's text,
+// "threads: 2048 per block > 1024" or "constraint: ...". Stored as counts (table `pruned`, schema version
+// 4), not as a result per configuration; sweeps stored before version 4 hold theirs as pruned results.
+using PrunedCounts = std::map<std::string, std::int64_t>;
+// Every configuration the counts count.
+inline std::int64_t pruned_total(const PrunedCounts& counts) {
+  std::int64_t total = 0;
+  for (const auto& [reason, n] : counts) total += n;
+  return total;
+}
 
 struct SweepInfo {
   std::int64_t id = 0;

@@ -43,19 +43,25 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
-  static constexpr int schema_version = 3;
+  static constexpr int schema_version = 4;
 
   // A new sweep with status "running", to which add_results adds as measuring goes (a sweep that stops
   // half-way can be resumed). Throws StoreError when the spec is incomplete, or when its device would take
   // over the uuid of a stored device that differs (see db/SCHEMA.md, devices).
   std::int64_t begin_sweep(const SweepSpec& spec);
-  // A complete sweep (a stored plan) in one BEGIN IMMEDIATE transaction: its rows, every record and its final
-  // status, or nothing at all when any part fails.
+  // A complete sweep (a stored plan) in one BEGIN IMMEDIATE transaction: its rows, every record, what it
+  // pruned before compiling (as record_pruned stores it) and its final status, or nothing at all when any
+  // part fails.
   std::int64_t add_sweep(const SweepSpec& spec, const std::vector<ResultRecord>& records,
-                         const std::string& status = "done");
+                         const std::string& status = "done", const PrunedCounts& pruned = {});
   // All records in one BEGIN IMMEDIATE transaction; a configuration already stored for this sweep is
   // replaced.
   void add_results(std::int64_t sweep_id, const std::vector<ResultRecord>& records);
+  // What the sweep pruned before compiling, as counts per reason (no configuration or result rows), in one
+  // transaction. A run that resumes the sweep prunes again what the runs before it pruned, so each reason's
+  // count becomes the larger of the stored and the given one: storing the same counts twice changes nothing.
+  // Throws StoreError for an unknown sweep, a count below 1 or an empty reason.
+  void record_pruned(std::int64_t sweep_id, const PrunedCounts& counts);
   void finish_sweep(std::int64_t sweep_id, const std::string& status);
   // Records when the sweep found its best (see SweepInfo). Throws StoreError for an unknown sweep.
   void set_best_found(std::int64_t sweep_id, std::int64_t measurement, double seconds);
@@ -75,6 +81,10 @@ class Store {
   // The same without what was pruned before compiling: what the sweep measured (or tried to). Far fewer rows
   // where the plan prunes most of a space.
   std::vector<StoredResult> measured_results(std::int64_t sweep_id) const;
+  // The counts record_pruned stored for the sweep, by reason; empty for a sweep stored before schema version
+  // 4 (and for a file of an older version opened read-only), whose pruned configurations are results with
+  // outcome pruned instead. A sweep resumed across the versions has both, never for one configuration.
+  PrunedCounts pruned_counts(std::int64_t sweep_id) const;
   // The sweep's best-so-far curve: every point where its best ok time improved, in the order it measured.
   std::vector<BestSoFarPoint> best_so_far(std::int64_t sweep_id) const;
   // The best ok result over every sweep for (family, device name, problem), if any.
@@ -113,7 +123,8 @@ class Store {
   // T4, the auto-tuning community's results format (schema version 1.0.0): every result of the chosen sweeps
   // (all that match the filters, or only `sweep_ids`) with its configuration, compile time, timed runs,
   // measurements with units and its outcome as T4's invalidity; and metadata: the devices with their
-  // properties, driver and runtime versions, and each sweep's provenance. Throws StoreError for a sweep id
+  // properties, driver and runtime versions, and each sweep's provenance and pruned counts (what was pruned
+  // before compiling has no result). Throws StoreError for a sweep id
   // that does not exist or does not match the filters.
   void export_t4(std::ostream& out, const std::string& family = "", const std::string& device_name = "",
                  const std::vector<std::int64_t>& sweep_ids = {}) const;
@@ -122,7 +133,8 @@ class Store {
                      const std::string& device_name = "") const;
 
   // Merge (db/src/merge.cpp): every sweep of every input database into `output` (created if missing), in one
-  // transaction on the output; inputs are only read. A sweep (by uid) already there with the same results
+  // transaction on the output; inputs are only read. A sweep's pruned counts go with it (and with a more
+  // complete copy, as record_pruned adds them). A sweep (by uid) already there with the same results
   // (params, outcome, median) is skipped. Copies that differ are a conflict: when one holds every result of
   // the other and more (a snapshot of a running sweep), the more complete one is kept (the stored copy gains
   // the missing results and the later status); otherwise the copy stored first is kept. A sweep whose device
