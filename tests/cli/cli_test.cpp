@@ -47,6 +47,13 @@ TEST(Cli, PlanOnTheH100ProfileShowsRunnableAndPruned) {
   const CmdResult shown = tiletune_cmd("show --list", dir);
   EXPECT_EQ(shown.status, 0) << shown.err;
   EXPECT_NE(shown.out.find("plan"), std::string::npos);
+  // The stored plan holds the runnable configurations as results and the pruned ones as counts by reason.
+  const CmdResult plan = tiletune_cmd("show --family gemm_tiled -n 0", dir);
+  EXPECT_EQ(plan.status, 0) << plan.err;
+  EXPECT_NE(plan.out.find("ok: 127  pruned: 602"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("pruned before compiling: 602"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("576 x constraint: TILE_K must equal TILE_WIDTH or BLOCK_Y"), std::string::npos)
+      << plan.out;
 }
 
 TEST(Cli, BadInputGivesOneLineAndChangesNothing) {

@@ -194,6 +194,11 @@ class SweepLoop : public ::testing::Test {
     return out;
   }
 
+  // What a sweep pruned before compiling, stored as counts: every configuration counted.
+  static std::int64_t pruned_stored(const Store& store, std::int64_t sweep_id) {
+    return pruned_total(store.pruned_counts(sweep_id));
+  }
+
   // The stored configurations of a sweep by outcome.
   static std::map<std::string, Outcome> outcomes(const Store& store, std::int64_t sweep_id) {
     std::map<std::string, Outcome> out;
@@ -209,13 +214,21 @@ class SweepLoop : public ::testing::Test {
   std::string log;
 };
 
-TEST_F(SweepLoop, BruteForceMeasuresEveryRunnableConfigurationOnceAndStoresTheRest) {
+// What was pruned before compiling is stored as counts by reason, never as results.
+TEST_F(SweepLoop, BruteForceMeasuresEveryRunnableConfigurationOnceAndCountsThePrunedOnes) {
   Store store = Store::open(db_dir.path / "a.db");
   FakeWorker worker;
   const SweepSummary s = sweep(store, worker);
   EXPECT_EQ(s.measured, 18);
   EXPECT_EQ(s.counts.at(Outcome::ok), 18);
   EXPECT_EQ(s.counts.at(Outcome::pruned), 3);  // BLOCK=2048
+  const PrunedCounts pruned = store.pruned_counts(s.sweep_id);
+  ASSERT_EQ(pruned.size(), 1u);
+  EXPECT_NE(pruned.begin()->first.find("2048"), std::string::npos) << pruned.begin()->first;
+  EXPECT_EQ(pruned.begin()->second, 3);
+  const auto stored = outcomes(store, s.sweep_id);
+  EXPECT_EQ(stored.size(), 18u);
+  for (const auto& [params, outcome] : stored) EXPECT_EQ(outcome, Outcome::ok) << params;
   EXPECT_EQ(worker.measured.size(), 18u);
   for (const auto& [launch, times] : worker.measured)
     EXPECT_EQ(times, 1) << launch.block << " " << launch.grid;
@@ -257,7 +270,8 @@ TEST_F(SweepLoop, TimeoutsAndDeathsCostOnlyTheirConfigurationAndRestartTheWorker
   const auto stored = outcomes(store, s.sweep_id);
   EXPECT_EQ(stored.at("BLOCK=512,ITEMS=2"), Outcome::runtime_failed);
   EXPECT_EQ(stored.at("BLOCK=64,ITEMS=4"), Outcome::timeout);
-  EXPECT_EQ(stored.size(), 21u);
+  EXPECT_EQ(stored.size(), 18u);
+  EXPECT_EQ(pruned_stored(store, s.sweep_id), 3);
 }
 
 TEST_F(SweepLoop, AnInterruptedSweepResumesWithWhatIsLeft) {
@@ -270,6 +284,7 @@ TEST_F(SweepLoop, AnInterruptedSweepResumesWithWhatIsLeft) {
   EXPECT_TRUE(a.interrupted);
   EXPECT_EQ(store.sweep(a.sweep_id)->status, "interrupted");
   EXPECT_EQ(first.measures, 7);
+  EXPECT_EQ(pruned_stored(store, a.sweep_id), 3);
 
   FakeWorker second;
   SweepOptions resume;
@@ -278,7 +293,10 @@ TEST_F(SweepLoop, AnInterruptedSweepResumesWithWhatIsLeft) {
   EXPECT_EQ(b.sweep_id, a.sweep_id);
   EXPECT_EQ(second.measured.size(), 11u);  // 18 runnable, 7 measured before
   for (const auto& [launch, n] : second.measured) EXPECT_EQ(first.measured.count(launch), 0u);
-  EXPECT_EQ(outcomes(store, a.sweep_id).size(), 21u);
+  EXPECT_EQ(outcomes(store, a.sweep_id).size(), 18u);
+  // The resumed run prunes the space again: the counts stay those of the space, not twice them.
+  EXPECT_EQ(b.counts.at(Outcome::pruned), 3);
+  EXPECT_EQ(pruned_stored(store, a.sweep_id), 3);
   EXPECT_EQ(store.sweep(a.sweep_id)->status, "done");
 }
 
@@ -330,6 +348,7 @@ TEST_F(SweepLoop, ShardsSplitTheSpaceAndTogetherFindTheSameBest) {
   std::set<std::string> seen;
   std::optional<double> best;
   std::size_t measured = 0;
+  std::int64_t pruned = 0;
   for (std::uint64_t i = 0; i < 4; ++i) {
     Store store = Store::open(db_dir.path / ("shard" + std::to_string(i) + ".db"));
     FakeWorker worker;
@@ -340,10 +359,12 @@ TEST_F(SweepLoop, ShardsSplitTheSpaceAndTogetherFindTheSameBest) {
     EXPECT_EQ(store.sweep(s.sweep_id)->strategy, "brute_force shard " + std::to_string(i) + "/4");
     for (const auto& [params, outcome] : outcomes(store, s.sweep_id))
       EXPECT_TRUE(seen.insert(params).second) << params << " is in two shards";
+    pruned += pruned_stored(store, s.sweep_id);
     measured += worker.measured.size();
     if (s.best && (!best || *s.best->record.median_ms < *best)) best = *s.best->record.median_ms;
   }
-  EXPECT_EQ(seen.size(), 21u);
+  EXPECT_EQ(seen.size(), 18u);
+  EXPECT_EQ(pruned, 3);
   EXPECT_EQ(measured, 18u);
   ASSERT_TRUE(best && whole.best);
   EXPECT_EQ(*best, *whole.best->record.median_ms);
@@ -468,7 +489,32 @@ TEST_F(SweepLoop, SamplingASpaceTooLargeToEnumerateOnTwoGpusStoresEachPointOnce)
       ok += r.record.outcome == Outcome::ok;
     }
     EXPECT_EQ(ok, 10) << strategy;
+    // The draws pruned some points (BLOCK=2048 is one in seven): counted, not stored.
+    EXPECT_EQ(seen.size(), 10u) << strategy;
+    EXPECT_EQ(pruned_stored(store, s.sweep_id),
+              s.counts.count(Outcome::pruned) ? s.counts.at(Outcome::pruned) : 0)
+        << strategy;
   }
+}
+
+// A space too large to enumerate is pruned as the strategy draws: what the draws pruned is counted by
+// reason when the sweep ends, as an enumerated sweep's is, and never stored as results.
+TEST_F(SweepLoop, TheDrawsOfASampledSpaceCountWhatTheyPruned) {
+  write_wide_family(root.path);
+  const KernelFamily wide = load_family(root.path / "scale_wide");
+  Store store = Store::open(db_dir.path / "a.db");
+  std::vector<FakeWorker> gpus(1);
+  SweepOptions options;
+  options.strategy = "random";
+  options.budget = 30;
+  const SweepSummary s = sweep_on(gpus, store, options, nullptr, &wide);
+  ASSERT_GT(s.counts.count(Outcome::pruned), 0u);
+  EXPECT_GT(s.counts.at(Outcome::pruned), 0);
+  EXPECT_EQ(pruned_stored(store, s.sweep_id), s.counts.at(Outcome::pruned));
+  for (const auto& [reason, n] : store.pruned_counts(s.sweep_id))
+    EXPECT_NE(reason.find("2048"), std::string::npos) << reason;
+  for (const auto& r : store.results(s.sweep_id)) EXPECT_EQ(r.record.outcome, Outcome::ok);
+  EXPECT_EQ(store.results(s.sweep_id).size(), 30u);
 }
 
 TEST_F(SweepLoop, AWorkerThatDiesOnOneGpuCostsOnlyItsConfiguration) {
@@ -481,7 +527,7 @@ TEST_F(SweepLoop, AWorkerThatDiesOnOneGpuCostsOnlyItsConfiguration) {
   EXPECT_EQ(s.worker_restarts, 1);
   EXPECT_EQ(s.gpus[0].worker_restarts + s.gpus[1].worker_restarts, 1);
   EXPECT_EQ(outcomes(store, s.sweep_id).at("BLOCK=512,ITEMS=2"), Outcome::runtime_failed);
-  EXPECT_EQ(outcomes(store, s.sweep_id).size(), 21u);
+  EXPECT_EQ(outcomes(store, s.sweep_id).size(), 18u);
 }
 
 TEST_F(SweepLoop, AnInterruptedSweepOnTwoGpusResumesOnItsFirstGpuAlone) {

@@ -1,9 +1,11 @@
-// The stages of a sweep (tuner/tuning/src/sweep/), each alone: lanes, pruned records, the printer and the
+// The stages of a sweep (tuner/tuning/src/sweep/), each alone: lanes, pruned counts, the printer and the
 // timeout policy. The whole sweep is checked against a fake worker in sweep_loop_test.cpp.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -16,7 +18,7 @@
 #include "sweep/lanes.hpp"
 #include "sweep/measure.hpp"
 #include "sweep/printer.hpp"
-#include "sweep/pruned_records.hpp"
+#include "sweep/pruned_tally.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/store.hpp"
 
@@ -96,20 +98,19 @@ TEST(SweepStages, ADrainedLaneIsNeverIdleAgain) {
   EXPECT_FALSE(lanes.idle(1));
 }
 
-TEST(SweepStages, PrunedConfigurationsWaitForTheSweepRowThenAreStoredInBlocks) {
+TEST(SweepStages, PrunedConfigurationsAreCountedByReasonAndStoredOnceTheSweepRowExists) {
   tiletune::test::TempDir dir;
   Store store = Store::open(dir.path / "t.db");
   SweepSummary summary;
-  PrunedRecords pruned(store, summary, 0);
+  PrunedTally pruned(store, summary);
   for (int i = 0; i < 10; ++i) {
     PlannedConfig c;
     c.params = {{"X", i}};
     c.outcome = Outcome::pruned;
-    c.reason = "too big";
+    c.reason = i < 7 ? "too big" : "constraint: X < 7";
     pruned.add(c);
   }
-  pruned.flush();  // no sweep row yet: they wait
-  EXPECT_TRUE(pruned.waiting());
+  pruned.store();  // no sweep row yet: nothing to store them with
   EXPECT_EQ(pruned.count(), 10u);
   EXPECT_EQ(summary.counts[Outcome::pruned], 10);
   SweepSpec spec;
@@ -118,14 +119,44 @@ TEST(SweepStages, PrunedConfigurationsWaitForTheSweepRowThenAreStoredInBlocks) {
   spec.device.name = "GPU";
   spec.device.uuid = "GPU-1";
   summary.sweep_id = store.begin_sweep(spec);
-  pruned.flush(4);
-  EXPECT_EQ(store.results(summary.sweep_id).size(), 4u);
-  EXPECT_TRUE(pruned.waiting());
-  pruned.flush();
-  EXPECT_FALSE(pruned.waiting());
-  const auto stored = store.results(summary.sweep_id);
-  ASSERT_EQ(stored.size(), 10u);
-  for (const auto& r : stored) EXPECT_EQ(r.record.reason, "too big");
+  pruned.store();
+  pruned.store();  // again: the same counts
+  EXPECT_EQ(store.pruned_counts(summary.sweep_id), (PrunedCounts{{"constraint: X < 7", 3}, {"too big", 7}}));
+  EXPECT_TRUE(store.results(summary.sweep_id).empty());  // no row per configuration
+}
+
+// A sweep of gemm_regtile at 2000x2000x2000 prunes 494,424 configurations: counted, they store as one row per
+// reason (the time is printed, not asserted: it was seconds when each was a result row).
+TEST(SweepStages, HalfAMillionPrunedConfigurationsStoreAsOneRowPerReason) {
+  tiletune::test::TempDir dir;
+  const auto path = dir.path / "t.db";
+  SweepSummary summary;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    Store store = Store::open(path);
+    PrunedTally pruned(store, summary);
+    SweepSpec spec;
+    spec.family = "f";
+    spec.problem.dims = {2000, 2000, 2000};
+    spec.device.name = "GPU";
+    spec.device.uuid = "GPU-1";
+    summary.sweep_id = store.begin_sweep(spec);
+    PlannedConfig c;
+    c.outcome = Outcome::pruned;
+    for (int i = 0; i < 494'424; ++i) {
+      c.params = {{"X", i}};
+      c.reason = "shared memory: " + std::to_string(100 + i % 300) + " KB > 227 KB opt-in maximum";
+      pruned.add(c);
+    }
+    pruned.store();
+    EXPECT_EQ(pruned_total(store.pruned_counts(summary.sweep_id)), 494'424);
+    EXPECT_EQ(store.pruned_counts(summary.sweep_id).size(), 300u);
+    EXPECT_TRUE(store.results(summary.sweep_id).empty());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "[ counted and stored 494424 pruned configurations in " << seconds << " s; the file is "
+            << std::filesystem::file_size(path) << " bytes ]\n";
+  EXPECT_LT(std::filesystem::file_size(path), 1u << 20);
 }
 
 TEST(SweepStages, PlainProgressPrintsNewBestsFailuresAndEveryNthLine) {

@@ -166,13 +166,20 @@ void store_plan(const std::string& db, const KernelFamily& family, const DeviceL
                 const ProblemKey& problem, const Plan& plan) {
   Store store = Store::open(db);
   const SweepSpec spec = sweep_spec(family, device, problem, "plan", "plan");
+  // What was pruned before compiling is stored as counts per reason, as a sweep stores it; what compiled
+  // (runnable, failed, or pruned by its compiled resources) as results.
   std::vector<ResultRecord> records;
+  PrunedCounts pruned;
   for (const auto& p : plan.configs) {
+    if (p.outcome == Outcome::pruned && !p.compiled) {
+      ++pruned[p.reason];
+      continue;
+    }
     records.push_back(to_record(p));
     if (p.outcome == Outcome::ok) records.back().reason = "planned: runnable, not measured";
   }
   // One transaction: a failure leaves no half-made plan behind.
-  const auto id = store.add_sweep(spec, records, "done");
+  const auto id = store.add_sweep(spec, records, "done", pruned);
   std::cout << "stored as plan " << id << " in " << db << "\n";
 }
 

@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <iostream>
 
 #include "cli.hpp"
 #include "tiletune/store.hpp"
+#include "tiletune/utf8.hpp"
 
 namespace tiletune::cli {
 
@@ -79,10 +81,11 @@ std::vector<std::string> result_row(int n, const ResultRecord& x) {
 }
 
 // The results, fastest first, at most `limit` rows (0: all); with a limit, a failure is listed only where no
-// result ran. Then how many of each outcome, every result counted.
-void print_results(const std::vector<StoredResult>& results, int limit) {
+// result ran. Then how many of each outcome, every result counted and the pruned counts with them.
+void print_results(const std::vector<StoredResult>& results, const PrunedCounts& pruned, int limit) {
   std::vector<std::vector<std::string>> rows;
-  std::map<std::string, int> counts;
+  std::map<std::string, std::int64_t> counts;
+  if (!pruned.empty()) counts["pruned"] = pruned_total(pruned);
   int shown = 0;
   for (const auto& r : results) {
     const auto& x = r.record;
@@ -97,6 +100,22 @@ void print_results(const std::vector<StoredResult>& results, int limit) {
   std::cout << "\n";
   for (const auto& [k, n] : counts) std::cout << k << ": " << n << "  ";
   std::cout << "\n";
+}
+
+// What was pruned before compiling (counted, not stored one by one), the most frequent reasons first.
+void print_pruned(const PrunedCounts& pruned, int limit) {
+  if (pruned.empty()) return;
+  std::vector<std::pair<std::int64_t, std::string>> by_count;
+  for (const auto& [reason, n] : pruned) by_count.emplace_back(n, reason);
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::cout << "pruned before compiling: " << pruned_total(pruned) << "\n";
+  const std::size_t shown =
+      limit ? std::min(by_count.size(), static_cast<std::size_t>(limit)) : by_count.size();
+  for (std::size_t i = 0; i < shown; ++i)
+    std::cout << "  " << by_count[i].first << " x " << printable_line(by_count[i].second.substr(0, 120))
+              << "\n";
+  if (shown < by_count.size()) std::cout << "  and " << by_count.size() - shown << " other reasons\n";
 }
 
 }  // namespace
@@ -126,7 +145,9 @@ int cmd_show(const std::vector<std::string>& argv) {
   print_sweep_head(sweep);
   print_best_so_far(store.best_so_far(sweep.id));
   std::cout << "\n";
-  print_results(store.results(sweep.id), limit);
+  const PrunedCounts pruned = store.pruned_counts(sweep.id);
+  print_results(store.results(sweep.id), pruned, limit);
+  print_pruned(pruned, limit);
   return 0;
 }
 

@@ -11,7 +11,7 @@
 #include "sweep/lanes.hpp"
 #include "sweep/measure.hpp"
 #include "sweep/printer.hpp"
-#include "sweep/pruned_records.hpp"
+#include "sweep/pruned_tally.hpp"
 #include "sweep/recorder.hpp"
 #include "sweep/resume.hpp"
 #include "sweep/search.hpp"
@@ -117,7 +117,7 @@ class SweepRun {
         walk_(sweep_space_walk(family, options)),
         devices_(pool_devices(workers)),
         printer_(out, options),
-        pruned_(store, summary_, walk_ == SpaceWalk::sampled ? 1024 : 0) {
+        pruned_(store, summary_) {
     for (const auto& d : devices_) summary_.gpus.push_back({d.ordinal, d.uuid, 0, 0, 0});
     // The workers serve sweep after sweep: this one's restarts are the rise.
     for (Worker* w : workers) restarts_before_.push_back(w->restarts());
@@ -134,7 +134,7 @@ class SweepRun {
     sweep::Recorder recorder(store_, summary_, t0_, candidates_.list().size());
     {
       sweep::Lanes lanes(workers_.size(), std::cref(measurer));
-      sweep::Dealer dealer(*search, candidates_, lanes, recorder, pruned_, options_);
+      sweep::Dealer dealer(*search, candidates_, lanes, recorder, options_);
       dealer.run([&] { return keep_dealing(); },
                  [&](const LaneResult& r, bool new_best) {
                    printer_.recorded(progress(recorder), r.record, new_best);
@@ -197,6 +197,7 @@ class SweepRun {
     const std::string name =
         resolve_strategy(options_.strategy, candidates_.table.size(), options_.budget, &why);
     begin(name);
+    pruned_.store();
     std::optional<sweep::Search> search =
         sweep::Search::enumerated(name, family_, device(), candidates_.table, store_, summary_.sweep_id,
                                   options_, workers_.size(), cache_, out_);
@@ -250,6 +251,7 @@ class SweepRun {
       summary_.worker_restarts += summary_.gpus[k].worker_restarts;
     }
     printer_.finished(progress(recorder), search.stop_reason());
+    pruned_.store();  // what the draws of a sampled space pruned
     if (summary_.best_found_at)
       store_.set_best_found(summary_.sweep_id, static_cast<std::int64_t>(summary_.best_found_at),
                             summary_.best_found_seconds);
@@ -272,7 +274,7 @@ class SweepRun {
   std::vector<DeviceLimits> devices_;
   std::vector<int> restarts_before_;
   sweep::Printer printer_;
-  sweep::PrunedRecords pruned_;
+  sweep::PrunedTally pruned_;
   sweep::ResumePoint resume_;
   sweep::Candidates candidates_;
   std::size_t total_ = 0;

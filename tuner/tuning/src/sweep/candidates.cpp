@@ -4,7 +4,7 @@ namespace tiletune::sweep {
 
 Candidates enumerated_candidates(const KernelFamily& family, const DeviceLimits& device,
                                  const ProblemKey& problem, const Shard& shard,
-                                 const std::set<std::string>& done, PrunedRecords& pruned) {
+                                 const std::set<std::string>& done, PrunedTally& pruned) {
   Candidates c;
   c.walk = SpaceWalk::enumerated;
   const std::vector<Params> space = enumerate_space(family);
@@ -29,7 +29,7 @@ Candidates enumerated_candidates(const KernelFamily& family, const DeviceLimits&
 }
 
 Candidates lazy_candidates(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
-                           const Shard& shard, const std::set<std::string>& done, PrunedRecords& pruned) {
+                           const Shard& shard, const std::set<std::string>& done, PrunedTally& pruned) {
   Candidates c;
   c.walk = SpaceWalk::sampled;
   c.resumed_skipped = static_cast<int>(done.size());

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pruned_records.hpp"
+#include "pruned_tally.hpp"
 #include "tiletune/plan.hpp"
 #include "tiletune/sweep.hpp"
 
@@ -31,11 +31,11 @@ struct Candidates {
 // `pruned`.
 Candidates enumerated_candidates(const KernelFamily& family, const DeviceLimits& device,
                                  const ProblemKey& problem, const Shard& shard,
-                                 const std::set<std::string>& done, PrunedRecords& pruned);
+                                 const std::set<std::string>& done, PrunedTally& pruned);
 
 // A space read lazily: drawn points of other shards, or in `done`, are passed over; the others are pruned as
 // they come. The references are kept: they must outlive the candidates.
 Candidates lazy_candidates(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
-                           const Shard& shard, const std::set<std::string>& done, PrunedRecords& pruned);
+                           const Shard& shard, const std::set<std::string>& done, PrunedTally& pruned);
 
 }  // namespace tiletune::sweep

@@ -7,12 +7,11 @@
 namespace tiletune::sweep {
 
 Dealer::Dealer(Search& search, Candidates& candidates, Lanes& lanes, Recorder& recorder,
-               PrunedRecords& pruned, const SweepOptions& options)
+               const SweepOptions& options)
     : search_(search),
       candidates_(candidates),
       lanes_(lanes),
       recorder_(recorder),
-      pruned_(pruned),
       options_(options),
       ahead_(lanes.size()) {}
 
@@ -24,23 +23,18 @@ void Dealer::run(const std::function<bool()>& keep_dealing,
     if (error || !keep_dealing()) dealing = false;
     for (std::size_t k = 0; k < lanes_.size() && dealing; ++k)
       if (lanes_.idle(k)) deal(k);
-    // Waits in short steps, so that an interrupt or the time limit stops the dealing promptly; with pruned
-    // configurations to store, does not wait at all.
-    const bool backlog = pruned_.waiting();
-    auto collected = lanes_.collect(std::chrono::milliseconds(backlog ? 0 : 100));
+    // Waits in short steps, so that an interrupt or the time limit stops the dealing promptly.
+    auto collected = lanes_.collect(std::chrono::milliseconds(100));
     if (!collected) break;  // nothing in flight and nothing more to deal
     if (collected->error && !error) error = collected->error;
     for (auto& [k, result] : collected->finished) recorded(result, recorder_.record(k, result));
-    if (backlog) pruned_.flush(4096);
   }
-  pruned_.flush();
   if (error) std::rethrow_exception(error);
 }
 
 void Dealer::deal(std::size_t k) {
   Strategy& walker = search_.walker(k);
   const auto pick = walker.next(recorder_.times());
-  if (candidates_.walk == SpaceWalk::sampled) pruned_.flush();  // what the draws pruned
   if (!pick) {
     if (search_.walker_count() == 1)
       for (std::size_t l = 0; l < lanes_.size(); ++l) lanes_.drain(l);

@@ -1,6 +1,6 @@
 // The dealing stage of a sweep: the walkers' picks go to idle lanes (with what each walker asks for next
-// compiled together), what the lanes finish is recorded, and pruned configurations are stored in between;
-// until the walkers are spent, or the caller stops the dealing (a time limit, an interrupt, an error).
+// compiled together) and what the lanes finish is recorded, until the walkers are spent, or the caller stops
+// the dealing (a time limit, an interrupt, an error).
 #pragma once
 
 #include <functional>
@@ -8,7 +8,6 @@
 
 #include "candidates.hpp"
 #include "lanes.hpp"
-#include "pruned_records.hpp"
 #include "recorder.hpp"
 #include "search.hpp"
 
@@ -16,7 +15,7 @@ namespace tiletune::sweep {
 
 class Dealer {
  public:
-  Dealer(Search& search, Candidates& candidates, Lanes& lanes, Recorder& recorder, PrunedRecords& pruned,
+  Dealer(Search& search, Candidates& candidates, Lanes& lanes, Recorder& recorder,
          const SweepOptions& options);
 
   // keep_dealing: asked before each round; false stops the dealing (what is in flight is still recorded).
@@ -35,7 +34,6 @@ class Dealer {
   Candidates& candidates_;
   Lanes& lanes_;
   Recorder& recorder_;
-  PrunedRecords& pruned_;
   const SweepOptions& options_;
   std::vector<std::vector<std::size_t>> ahead_;  // per lane: the jobs its walker will likely ask for next
 };

@@ -1,25 +1,17 @@
-#include "pruned_records.hpp"
+#include "pruned_tally.hpp"
 
 namespace tiletune::sweep {
 
-PrunedRecords::PrunedRecords(Store& store, SweepSummary& summary, std::size_t flush_at)
-    : store_(store), summary_(summary), flush_at_(flush_at) {}
+PrunedTally::PrunedTally(Store& store, SweepSummary& summary) : store_(store), summary_(summary) {}
 
-void PrunedRecords::add(const PlannedConfig& config) {
-  pending_.push_back(to_record(config));
+void PrunedTally::add(const PlannedConfig& config) {
+  ++by_reason_[config.reason];
   ++summary_.counts[config.outcome];
   ++count_;
-  if (flush_at_ && pending_.size() >= flush_at_) flush();
 }
 
-void PrunedRecords::flush(std::size_t limit) {
-  if (summary_.sweep_id == 0) return;
-  const std::size_t end = pending_.size() - stored_ > limit ? stored_ + limit : pending_.size();
-  if (end > stored_)
-    store_.add_results(summary_.sweep_id, {pending_.begin() + static_cast<std::ptrdiff_t>(stored_),
-                                           pending_.begin() + static_cast<std::ptrdiff_t>(end)});
-  stored_ = end;
-  if (stored_ == pending_.size()) pending_.clear(), stored_ = 0;
+void PrunedTally::store() {
+  if (summary_.sweep_id != 0) store_.record_pruned(summary_.sweep_id, by_reason_);
 }
 
 }  // namespace tiletune::sweep

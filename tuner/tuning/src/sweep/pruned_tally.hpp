@@ -1,12 +1,9 @@
-// What a sweep prunes before compiling, stored as its results. A new enumerated sweep learns its strategy
-// from the pruning, so they wait until the sweep's row exists; then they go to the store in blocks (an
-// enumerated space's, up to a million, a block at a time while the GPUs measure, rather than ahead of the
-// first measurement).
+// What a sweep prunes before compiling, counted by reason and stored as counts (Store::record_pruned), never
+// as a result per configuration: an enumerated space's once the sweep's row exists (its strategy comes from
+// the pruning), a sampled space's (pruned as the strategy draws) when the sweep ends.
 #pragma once
 
-#include <cstdint>
-#include <limits>
-#include <vector>
+#include <cstddef>
 
 #include "tiletune/plan.hpp"
 #include "tiletune/store.hpp"
@@ -14,24 +11,22 @@
 
 namespace tiletune::sweep {
 
-class PrunedRecords {
+class PrunedTally {
  public:
-  // flush_at: store as soon as this many wait (a sampled space prunes as it draws); 0: only when flushed.
-  PrunedRecords(Store& store, SweepSummary& summary, std::size_t flush_at);
+  PrunedTally(Store& store, SweepSummary& summary);
 
-  // Counts a pruned configuration in the summary and keeps it to store.
+  // Counts a pruned configuration in the summary and under its reason.
   void add(const PlannedConfig& config);
-  // Stores at most `limit` of those waiting, once the summary names the sweep.
-  void flush(std::size_t limit = std::numeric_limits<std::size_t>::max());
-  bool waiting() const { return stored_ < pending_.size(); }
+  // Stores the counts so far, once the summary names the sweep; storing them again changes nothing unless
+  // they grew.
+  void store();
   std::size_t count() const { return count_; }
 
  private:
   Store& store_;
   SweepSummary& summary_;
-  std::size_t flush_at_;
-  std::vector<ResultRecord> pending_;  // [stored_, end) wait to be stored
-  std::size_t stored_ = 0, count_ = 0;
+  PrunedCounts by_reason_;
+  std::size_t count_ = 0;
 };
 
 }  // namespace tiletune::sweep
