@@ -500,7 +500,7 @@ TEST(Cli, InvalidCsvNamesTheLineAndFieldAndChangesNothing) {
       {"quote.csv", with_median("\"0.5", std::string(32, 'c')),
        "quote.csv: line 2, field 10 (median_ms) opens a quote that is never closed (nothing imported)"},
       {"ragged.csv", header + "abc,def\r\n",
-       "ragged.csv: line 2 has 2 fields, the header 45 (nothing imported)"},
+       "ragged.csv: line 2 has 2 fields, the header 46 (nothing imported)"},
       {"columns.csv", "sweep_uid,\"median\r\nms\"\r\n",
        "columns.csv: line 1, field 2 is 'median\\x0d ms', which is not a column of a tiletune CSV export"},
       {"escape.csv", "sweep_uid,\x1b[2Jx\xff\r\n", "escape.csv: line 1, field 2 is '\\x1b[2Jx\xEF\xBF\xBD'"},
