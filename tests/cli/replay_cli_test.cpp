@@ -34,6 +34,23 @@ TEST(ReplayCli, PrintsTheTableAndWritesTheCurves) {
   EXPECT_EQ(tiletune_cmd(args, dir).out, r.out) << "the same seeds give the same table";
 }
 
+TEST(ReplayCli, WholeBudgetRunsToTheBudgetAndCountsUnusedCompiles) {
+  TempDir dir;
+  const std::string args = "replay --space " + space("conv1d_register-2p28-mask63-h100.csv") +
+                           " --seeds 2 --strategy guided --budget 40 --whole-budget --curves c.json";
+  const CmdResult r = tiletune_cmd(args, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("s whole"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unused compiles"), std::string::npos) << r.out;
+  const auto curves = nlohmann::json::parse(read_bytes(dir.path / "c.json"));
+  for (const auto& run : curves["spaces"][0]["strategies"]["guided"]) {
+    EXPECT_EQ(run["curve"].size(), 40u) << "past the 1% target, up to the budget";
+    EXPECT_GE(run["compiles"].get<int>(), 40 + run["unused_compiles"].get<int>());
+    EXPECT_GT(run["compile_busy_s"].get<double>(), 0.0);
+    EXPECT_GE(run["compile_wait_s"].get<double>(), 0.0);
+  }
+}
+
 TEST(ReplayCli, BadInputGivesOneLine) {
   TempDir dir;
   const std::string ok = space("conv1d_register-2p28-mask63-h100.csv");

@@ -93,6 +93,26 @@ TEST(Replay, ASeedGivesOneRun) {
   EXPECT_NE(first_eight(c), first_eight(d));
 }
 
+TEST(Replay, CountsTheCompilesThatWereNeverMeasured) {
+  const ReplaySpace s = grid(1000, 100);
+  const KernelFamily f = replay_family(s);
+  // Brute force compiles ahead in its own order: every compile started is measured, and one compiler keeps
+  // the single GPU waiting a second for each CUBIN but the ones it made while the GPU measured.
+  const ReplayRun brute = replay(s, f, "brute_force", 1, everything(1, 1));
+  EXPECT_EQ(brute.compiles, 64u);
+  EXPECT_EQ(brute.unused_compiles, 0u);
+  EXPECT_NEAR(brute.compile_busy_s, 64.0, 1e-9);
+  EXPECT_NEAR(brute.compile_wait_s, 1.0 + 63 * 0.9, 1e-9);
+  // Guided with a budget compiles its tail ahead: what a refit passed over is started but never measured.
+  ReplayOptions o = everything(16, 1);
+  o.budget = 24;
+  const ReplayRun guided = replay(s, f, "guided", 1, o);
+  ASSERT_EQ(guided.curve.size(), 24u);
+  EXPECT_GT(guided.unused_compiles, 0u);
+  EXPECT_EQ(guided.compiles, 24u + guided.unused_compiles);
+  EXPECT_GT(guided.compile_wait_s, 0.0);
+}
+
 TEST(Replay, StopsWhenWithinTheTarget) {
   const ReplaySpace s = grid(100, 100);
   ReplayOptions o;

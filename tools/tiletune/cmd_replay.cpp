@@ -79,6 +79,7 @@ std::vector<std::string> replay_row(const ReplaySpace& space, const KernelFamily
                                     nlohmann::json& curves) {
   const double best = *space.best_ms();
   std::vector<std::vector<double>> evals(std::size(kTargets)), secs(std::size(kTargets));
+  std::vector<double> whole, unused;
   for (int s = 0; s < a.seeds; ++s) {
     const std::uint64_t seed = a.first_seed + static_cast<std::uint64_t>(s);
     const ReplayRun run = replay(space, family, strategy, seed, a.options);
@@ -88,14 +89,25 @@ std::vector<std::string> replay_row(const ReplaySpace& space, const KernelFamily
                               : std::numeric_limits<double>::infinity());
       secs[t].push_back(step ? step->seconds : std::numeric_limits<double>::infinity());
     }
+    whole.push_back(run.curve.empty() ? 0 : run.curve.back().seconds);
+    unused.push_back(static_cast<double>(run.unused_compiles));
     nlohmann::json curve = nlohmann::json::array();
     for (const auto& step : run.curve) curve.push_back({step.evaluations, step.seconds, step.best_ms});
-    curves.push_back({{"seed", seed}, {"curve", std::move(curve)}});
+    curves.push_back({{"seed", seed},
+                      {"curve", std::move(curve)},
+                      {"compiles", run.compiles},
+                      {"unused_compiles", run.unused_compiles},
+                      {"compile_busy_s", run.compile_busy_s},
+                      {"compile_wait_s", run.compile_wait_s}});
   }
   std::vector<std::string> row{space.name, strategy};
   for (std::size_t t = 0; t < std::size(kTargets); ++t) {
     row.push_back(stat_text(replay_stat(evals[t]), 0));
     row.push_back(stat_text(replay_stat(secs[t]), 1));
+  }
+  if (a.options.stop_within < 0) {
+    row.push_back(stat_text(replay_stat(whole), 1));
+    row.push_back(stat_text(replay_stat(unused), 0));
   }
   return row;
 }
@@ -129,8 +141,10 @@ void replay_all(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
                       {"best_ms", *space.best_ms()},
                       {"strategies", std::move(by_strategy)}});
   }
-  print_table(std::cout, {"space", "strategy", "evals 1%", "s 1%", "evals 2%", "s 2%", "evals 5%", "s 5%"},
-              rows);
+  std::vector<std::string> header{"space",    "strategy", "evals 1%", "s 1%",
+                                  "evals 2%", "s 2%",     "evals 5%", "s 5%"};
+  if (a.options.stop_within < 0) header.insert(header.end(), {"s whole", "unused compiles"});
+  print_table(std::cout, header, rows);
   if (!a.curves.empty())
     write_file_replacing(a.curves, nlohmann::json{{"format", "tiletune-replay-curves"},
                                                   {"columns", {"evaluations", "seconds", "best_ms"}},
@@ -159,7 +173,10 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "write the sweep's space to this CSV file instead of replaying")(
       "transfer", po::value(&a.transfer_files)->composing(),
       "guided starts from this space file of the same family at another size or device (repeatable)")(
-      "no-plan-features", "guided: leave the plan features out of the model (an ablation)");
+      "no-plan-features", "guided: leave the plan features out of the model (an ablation)")(
+      "whole-budget",
+      "run each seed to its budget (or the space's end) instead of stopping within 1%; the table adds the "
+      "simulated seconds of the whole run and the compiles never measured");
   if (!parse(
           "replay",
           "Replays strategies against complete stored sweeps without a GPU: evaluations and simulated "
@@ -167,6 +184,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
           desc, argv))
     return 0;
   a.options.plan_features = std::find(argv.begin(), argv.end(), "--no-plan-features") == argv.end();
+  if (std::find(argv.begin(), argv.end(), "--whole-budget") != argv.end()) a.options.stop_within = -1;
   if (a.sweeps.empty() && a.space_files.empty())
     throw UsageError("replay: name at least one sweep (--sweep ID) or space file (--space FILE)");
   if (a.seeds < 1) throw UsageError("replay: --seeds must be at least 1, got " + std::to_string(a.seeds));

@@ -133,6 +133,11 @@ class Replayer {
       if (options_.stop_within >= 0 && best_so_far <= best * (1 + options_.stop_within)) break;
       deal(f.lane, f.end);
     }
+    const auto use = pool_->usage(out.curve.empty() ? 0 : out.curve.back().seconds, asked_);
+    out.compiles = use.started;
+    out.unused_compiles = use.unused;
+    out.compile_busy_s = use.busy_s;
+    out.compile_wait_s = wait_s_;
     return out;
   }
 
@@ -152,6 +157,8 @@ class Replayer {
     if (!fixed_) prefetch(k, *pick, walker.upcoming(), t);
     const ReplayPoint& p = space_.points[*pick];
     const double ready = pool_->ready_at(*pick, t, fixed_);
+    asked_[*pick] = true;
+    wait_s_ += ready - t;
     flight_.push({ready + (p.compiled ? p.measure_ms * 1e-3 : 0.0), k, *pick});
   }
 
@@ -170,6 +177,8 @@ class Replayer {
   std::unique_ptr<SimulatedCompilePool> pool_;
   std::vector<std::vector<std::size_t>> lane_ahead_;
   std::vector<bool> drained_;
+  std::vector<bool> asked_ = std::vector<bool>(space_.points.size());  // dealt to a lane
+  double wait_s_ = 0;                                                  // lanes waiting for a CUBIN
   std::priority_queue<InFlight, std::vector<InFlight>, std::greater<>> flight_;
 };
 

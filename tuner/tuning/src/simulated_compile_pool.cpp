@@ -9,6 +9,7 @@ SimulatedCompilePool::SimulatedCompilePool(std::vector<double> compile_s, int wo
     : compile_s_(std::move(compile_s)),
       free_at_(static_cast<std::size_t>(std::max(workers, 1)), 0.0),
       done_at_(compile_s_.size()),
+      start_at_(compile_s_.size()),
       queue_(eager_order.begin(), eager_order.end()) {}
 
 void SimulatedCompilePool::start_next() {
@@ -19,6 +20,7 @@ void SimulatedCompilePool::start_next() {
   const double start = std::max(*w, queued_at_);
   *w = start + compile_s_[job];
   done_at_[job] = *w;
+  start_at_[job] = start;
 }
 
 void SimulatedCompilePool::advance(double until) {
@@ -49,7 +51,19 @@ double SimulatedCompilePool::ready_at(std::size_t job, double t, bool wait_for_p
     return std::max(*done_at_[job], t);
   }
   done_at_[job] = t + compile_s_[job];  // compiled by the asker, outside the pool
+  start_at_[job] = t;
   return *done_at_[job];
+}
+
+SimulatedCompilePool::Usage SimulatedCompilePool::usage(double end, const std::vector<bool>& asked) const {
+  Usage u;
+  for (std::size_t j = 0; j < done_at_.size(); ++j) {
+    if (!done_at_[j] || start_at_[j] >= end) continue;
+    ++u.started;
+    u.unused += j >= asked.size() || !asked[j];
+    u.busy_s += std::min(*done_at_[j], end) - start_at_[j];
+  }
+  return u;
 }
 
 }  // namespace tiletune

@@ -23,6 +23,14 @@ class SimulatedCompilePool {
   // process of the pool; otherwise one not yet started is compiled at once by the asker.
   double ready_at(std::size_t job, double t, bool wait_for_pool);
 
+  // What the compilers did by time `end`: jobs started, those of them never asked for (work a changed queue
+  // left unused), and the seconds spent compiling, all counted up to `end`.
+  struct Usage {
+    std::size_t started = 0, unused = 0;
+    double busy_s = 0;
+  };
+  Usage usage(double end, const std::vector<bool>& asked) const;
+
  private:
   // Starts queued jobs whose process is free by time `until`.
   void advance(double until);
@@ -31,6 +39,7 @@ class SimulatedCompilePool {
   std::vector<double> compile_s_;
   std::vector<double> free_at_;                 // each process's next free time
   std::vector<std::optional<double>> done_at_;  // set when a job starts
+  std::vector<double> start_at_;                // when each started job started
   std::deque<std::size_t> queue_;
   double queued_at_ = 0;  // when the queue was last set: nothing in it starts earlier
 };

@@ -85,6 +85,11 @@ struct ReplayStep {
 
 struct ReplayRun {
   std::vector<ReplayStep> curve;
+  // The compilers until the last measurement ended: compiles started, those of them never measured (what
+  // a refit passed over), their busy seconds (over all processes), and the seconds the GPUs waited for a
+  // CUBIN.
+  std::size_t compiles = 0, unused_compiles = 0;
+  double compile_busy_s = 0, compile_wait_s = 0;
   // The first step within `fraction` of `best` (e.g. 0.01: within 1%); nullopt when none is.
   std::optional<ReplayStep> reached(double best, double fraction) const;
 };
