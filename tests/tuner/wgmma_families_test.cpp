@@ -143,9 +143,46 @@ TEST(WgmmaFamilies, LaunchCarriesTheTensorMapsAndTheCluster) {
   }
 }
 
-// NVRTC compiles configurations that cover the template's branches (one and two consumers, clusters along
-// either side, the three epilogues, the deepest tiles, every wgmma width) for sm_90a: no spills, the
-// register split of two consumers (168 at entry) and no wgmma serialised by ptxas.
+// PERSISTENT 2 launches the fewest blocks that take as many turns as one per SM (512 tiles of 128 x 256 at
+// 4096^3: 128 blocks of four, not 132), and is pruned where that is the full grid; ping-pong consumers store
+// whole BM-row tiles, and need two consumers on a persistent grid.
+TEST(WgmmaFamilies, BalancedGridAndPingPongLaunches) {
+  const DeviceLimits h100 = load_profile("h100");
+  for (const char* name : kFamilies) {
+    const KernelFamily& f = find_family(builtin(), name);
+    const ProblemKey big = f.make_problem({4096, 4096, 4096}, {}),
+                     small = f.make_problem({1024, 1024, 1024}, {});
+    // The deepest ring that fits (the ring-depth rule keeps it), or the last reason it was pruned.
+    auto deepest = [&](const ProblemKey& p, Params params) {
+      PlannedConfig c;
+      for (std::int64_t stages = 8; stages >= 2; --stages) {
+        params["STAGES"] = stages;
+        c = prune_before_compile(f, h100, p, params);
+        if (c.outcome == Outcome::ok) break;
+      }
+      return c;
+    };
+    auto request = [&](const ProblemKey& p, const Params& params) {
+      const PlannedConfig c = deepest(p, params);
+      EXPECT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(params) << ": " << c.reason;
+      return measure_request(f, p, c.params, c.launch, "k.cubin", MeasureSettings{});
+    };
+    const Params balanced = with(f, {{"PERSISTENT", 2}, {"BM", 128}, {"BN", 256}, {"CONSUMERS", 2}});
+    EXPECT_EQ(request(big, balanced).kernel.grid, (std::array<std::int64_t, 3>{128, 1, 1})) << name;
+    // 32 tiles at 1024^3 fill no more than one turn: the balanced grid is the full one, and pruned.
+    EXPECT_NE(deepest(small, balanced).reason.find("balanced persistent grid"), std::string::npos) << name;
+    const Params pp =
+        with(f, {{"SCHEDULE", 1}, {"BM", 128}, {"BN", 128}, {"EPILOGUE", 1}, {"PERSISTENT", 1}});
+    EXPECT_EQ(request(big, pp).kernel.args[5].tensor_map.box[1], 128u) << name;
+    Params one_shot = pp;
+    one_shot["PERSISTENT"] = 0;
+    EXPECT_NE(deepest(big, one_shot).reason.find("ping-pong"), std::string::npos) << name;
+  }
+}
+
+// NVRTC compiles configurations that cover the template's branches (one and two consumers, cooperative and
+// ping-pong, clusters along either side, the four epilogues, the deepest tiles, every wgmma width) for
+// sm_90a: no spills, the register split of two consumers (168 at entry) and no wgmma serialised by ptxas.
 TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialisedWgmma) {
   const DeviceLimits h100 = load_profile("h100");
   const std::vector<Params> samples = {
@@ -153,10 +190,14 @@ TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialise
       {{"CLUSTER_N", 2}, {"EPILOGUE", 2}, {"BN", 192}, {"STAGES", 5}},
       {{"CONSUMERS", 1}, {"BN", 128}, {"EPILOGUE", 0}, {"PERSISTENT", 0}, {"RASTER", 1}},
       {{"BM", 256}, {"BN", 64}, {"CLUSTER_M", 2}, {"GROUP", 1}},
+      {{"SCHEDULE", 1}, {"BN", 128}, {"EPILOGUE", 1}, {"PERSISTENT", 2}},
+      {{"SCHEDULE", 1}, {"BM", 64}, {"EPILOGUE", 0}, {"CLUSTER_N", 2}},
+      {{"EPILOGUE", 3}},
   };
   for (const char* name : kFamilies) {
     const KernelFamily& f = find_family(builtin(), name);
     for (const Params& changes : samples) {
+      if (changes.count("EPILOGUE") && changes.at("EPILOGUE") == 3 && input_bytes(f) == 4) continue;
       Params params = with(f, changes);
       const ProblemKey p = f.make_problem({4096, 4096, 4096}, {});
       // The deepest ring that fits, so that the ring-depth rule keeps the configuration.
