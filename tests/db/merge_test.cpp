@@ -19,6 +19,7 @@ using test::ok;
 using test::read_bytes;
 using test::row_counts;
 using test::spec;
+using test::sql_exec;
 
 const ProblemKey cube{{1000, 1000, 1000}, {}};
 
@@ -36,17 +37,6 @@ std::vector<ResultRecord> shard_results(int index, int shards) {
   records.push_back(
       failed({{"TILE", 100 + index}, {"BLOCK_Y", 4}}, Outcome::pruned, "shard " + std::to_string(index)));
   return records;
-}
-
-void sql_exec(const fs::path& path, const std::string& statement) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &error);
-  const std::string message = error ? error : "";
-  sqlite3_free(error);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
 }
 
 // Each exported sweep by uid, as the export writes it.

@@ -18,20 +18,10 @@ namespace fs = std::filesystem;
 using test::h100;
 using test::ok;
 using test::spec;
+using test::sql_exec;
 
 const PrunedCounts kCounts{{"constraint: TILE_K must equal TILE_WIDTH", 576},
                            {"threads: 2048 per block > 1024", 26}};
-
-void sql_exec(const fs::path& path, const std::string& statement) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &error);
-  const std::string message = error ? error : "";
-  sqlite3_free(error);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
-}
 
 std::int64_t sql_count(const fs::path& path, const std::string& query) {
   sqlite3* db = nullptr;

@@ -1,6 +1,7 @@
 // Shared helpers for the db tests: a scratch directory, file bytes, and sample sweeps and results.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -214,6 +215,19 @@ inline std::map<std::string, int> row_counts(const std::filesystem::path& path) 
     counts["results"] += static_cast<int>(store.results(s.id).size());
   }
   return counts;
+}
+
+// Runs `statement` on the database at `path` (a test's own edit of the file), failing the test if SQLite
+// refuses.
+inline void sql_exec(const std::filesystem::path& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &error);
+  const std::string message = error ? error : "";
+  sqlite3_free(error);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << message;
 }
 
 // Makes the database at `path` refuse, as a full disk would, every result row whose reason is `reason`.
