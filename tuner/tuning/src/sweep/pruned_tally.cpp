@@ -7,7 +7,6 @@ PrunedTally::PrunedTally(Store& store, SweepSummary& summary) : store_(store), s
 void PrunedTally::add(const PlannedConfig& config) {
   ++by_reason_[config.reason];
   ++summary_.counts[config.outcome];
-  ++count_;
 }
 
 void PrunedTally::store() {

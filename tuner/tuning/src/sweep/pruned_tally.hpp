@@ -20,13 +20,12 @@ class PrunedTally {
   // Stores the counts so far, once the summary names the sweep; storing them again changes nothing unless
   // they grew.
   void store();
-  std::size_t count() const { return count_; }
+  std::size_t count() const { return static_cast<std::size_t>(pruned_total(by_reason_)); }
 
  private:
   Store& store_;
   SweepSummary& summary_;
   PrunedCounts by_reason_;
-  std::size_t count_ = 0;
 };
 
 }  // namespace tiletune::sweep
