@@ -30,6 +30,19 @@ Params with(const KernelFamily& f, const Params& changes) {
 
 int input_bytes(const KernelFamily& f) { return static_cast<int>(size_of(find_argument(f, "A")->type)); }
 
+// The configuration with the deepest ring that fits, STAGES from 8 down (the ring-depth rule keeps only the
+// two deepest), or the last reason it was pruned.
+PlannedConfig deepest_ring(const KernelFamily& f, const DeviceLimits& device, const ProblemKey& p,
+                           Params params) {
+  PlannedConfig c;
+  for (std::int64_t stages = 8; stages >= 2; --stages) {
+    params["STAGES"] = stages;
+    c = prune_before_compile(f, device, p, params);
+    if (c.outcome == Outcome::ok) break;
+  }
+  return c;
+}
+
 }  // namespace
 
 TEST(WgmmaFamilies, ShareOneTemplateAndOneReferenceFileCompiledForSm90a) {
@@ -152,15 +165,8 @@ TEST(WgmmaFamilies, BalancedGridAndPingPongLaunches) {
     const KernelFamily& f = find_family(builtin(), name);
     const ProblemKey big = f.make_problem({4096, 4096, 4096}, {}),
                      small = f.make_problem({1024, 1024, 1024}, {});
-    // The deepest ring that fits (the ring-depth rule keeps it), or the last reason it was pruned.
-    auto deepest = [&](const ProblemKey& p, Params params) {
-      PlannedConfig c;
-      for (std::int64_t stages = 8; stages >= 2; --stages) {
-        params["STAGES"] = stages;
-        c = prune_before_compile(f, h100, p, params);
-        if (c.outcome == Outcome::ok) break;
-      }
-      return c;
+    auto deepest = [&](const ProblemKey& p, const Params& params) {
+      return deepest_ring(f, h100, p, params);
     };
     auto request = [&](const ProblemKey& p, const Params& params) {
       const PlannedConfig c = deepest(p, params);
@@ -200,13 +206,8 @@ TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialise
       if (changes.count("EPILOGUE") && changes.at("EPILOGUE") == 3 && input_bytes(f) == 4) continue;
       Params params = with(f, changes);
       const ProblemKey p = f.make_problem({4096, 4096, 4096}, {});
-      // The deepest ring that fits, so that the ring-depth rule keeps the configuration.
-      PlannedConfig c;
-      for (std::int64_t stages = 8; stages >= 2; --stages) {
-        params["STAGES"] = stages;
-        c = prune_before_compile(f, h100, p, params);
-        if (c.outcome == Outcome::ok) break;
-      }
+      PlannedConfig c = deepest_ring(f, h100, p, params);
+      params = c.params;
       ASSERT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(params) << ": " << c.reason;
       const CompileResult r = compile(compile_job(f, h100, params));
       const auto* k = std::get_if<CompiledKernel>(&r);
@@ -243,12 +244,8 @@ TEST(WgmmaAbFamilies, ReadBAsStoredAndCompileForSm90a) {
         {}, {{"CLUSTER_M", 2}, {"BN", 192}}, {{"CONSUMERS", 1}, {"BN", 64}, {"BK", 128}, {"EPILOGUE", 0}}};
     for (const Params& changes : samples) {
       Params params = with(f, changes);
-      PlannedConfig c;
-      for (std::int64_t stages = 8; stages >= 2; --stages) {
-        params["STAGES"] = stages;
-        c = prune_before_compile(f, h100, p, params);
-        if (c.outcome == Outcome::ok) break;
-      }
+      const PlannedConfig c = deepest_ring(f, h100, p, params);
+      params = c.params;
       ASSERT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(params) << ": " << c.reason;
       const wire::MeasureRequest req = measure_request(f, p, params, c.launch, "k.cubin", MeasureSettings{});
       const auto& b = req.kernel.args[4].tensor_map;
