@@ -156,83 +156,96 @@ struct BadImport {
   const char* expected;
 };
 
-std::vector<BadImport> bad_imports() {
-  const auto edit = [](std::function<void(json&)> change) {
-    return [change](json doc) {
-      change(doc);
-      return doc.dump();
-    };
+// A hostile document made by changing the valid export.
+std::function<std::string(json)> edit_doc(std::function<void(json&)> change) {
+  return [change](json doc) {
+    change(doc);
+    return doc.dump();
   };
+}
+
+// Hostile imports: the document and its structure.
+std::vector<BadImport> bad_import_documents() {
   return {
       {"bad json", [](json doc) { return doc.dump().substr(0, 200); }, "not valid JSON"},
       {"not an object", [](json) { return std::string("[1, 2]"); }, "must be a JSON object"},
       {"garbage after a NUL byte",
        [](json doc) { return doc.dump() + std::string("\0", 1) + "{\"sweeps\": garbage"; },
        "import: the document holds a NUL byte at offset"},
-      {"wrong format", edit([](json& d) { d["format"] = "kernel-tuner-cache"; }),
+      {"wrong format", edit_doc([](json& d) { d["format"] = "kernel-tuner-cache"; }),
        "format is 'kernel-tuner-cache'"},
-      {"newer schema", edit([](json& d) { d["schema_version"] = Store::schema_version + 1; }),
+      {"newer schema", edit_doc([](json& d) { d["schema_version"] = Store::schema_version + 1; }),
        "schema version 5 is newer than this tiletune (knows 4)"},
-      {"no schema", edit([](json& d) { d.erase("schema_version"); }), "schema_version"},
-      {"unknown outcome", edit([](json& d) { d["sweeps"].back()["results"].back()["outcome"] = "exploded"; }),
+      {"no schema", edit_doc([](json& d) { d.erase("schema_version"); }), "schema_version"},
+      {"unknown outcome",
+       edit_doc([](json& d) { d["sweeps"].back()["results"].back()["outcome"] = "exploded"; }),
        "'exploded' is not an outcome name"},
-      {"fractional param", edit([](json& d) { d["sweeps"].back()["results"][0]["params"]["TILE"] = 16.5; }),
+      {"fractional param",
+       edit_doc([](json& d) { d["sweeps"].back()["results"][0]["params"]["TILE"] = 16.5; }),
        "must be an integer"},
-      {"string param", edit([](json& d) { d["sweeps"].back()["results"][0]["params"]["TILE"] = "16"; }),
+      {"string param", edit_doc([](json& d) { d["sweeps"].back()["results"][0]["params"]["TILE"] = "16"; }),
        "must be an integer"},
-      {"bad param name", edit([](json& d) { d["sweeps"].back()["results"][0]["params"]["2D"] = 1; }),
+      {"bad param name", edit_doc([](json& d) { d["sweeps"].back()["results"][0]["params"]["2D"] = 1; }),
        "not a C identifier"},
-      {"missing uid", edit([](json& d) { d["sweeps"].back().erase("uid"); }), "sweeps[2].uid is missing"},
-      {"missing device", edit([](json& d) { d["sweeps"][1].erase("device"); }),
+      {"missing uid", edit_doc([](json& d) { d["sweeps"].back().erase("uid"); }), "sweeps[2].uid is missing"},
+      {"missing device", edit_doc([](json& d) { d["sweeps"][1].erase("device"); }),
        "sweeps[1].device is missing"},
-      {"bad size", edit([](json& d) { d["sweeps"].back()["problem"]["size"] = "0x5"; }), "got '0x5'"},
-      {"text time", edit([](json& d) { d["sweeps"].back()["results"][0]["median_ms"] = "fast"; }),
+      {"bad size", edit_doc([](json& d) { d["sweeps"].back()["problem"]["size"] = "0x5"; }), "got '0x5'"},
+      {"text time", edit_doc([](json& d) { d["sweeps"].back()["results"][0]["median_ms"] = "fast"; }),
        "median_ms must be a number"},
-      {"results not a list", edit([](json& d) { d["sweeps"].back()["results"] = json::object(); }),
+      {"results not a list", edit_doc([](json& d) { d["sweeps"].back()["results"] = json::object(); }),
        "results must be an array"},
       {"repeated params",
-       edit([](json& d) { d["sweeps"][0]["results"].push_back(d["sweeps"][0]["results"][0]); }),
+       edit_doc([](json& d) { d["sweeps"][0]["results"].push_back(d["sweeps"][0]["results"][0]); }),
        "repeats the params"},
-      // Values held to what a measurement can produce.
-      {"negative time", edit([](json& d) { d["sweeps"][2]["results"][0]["median_ms"] = -1.0; }),
+  };
+}
+
+// Hostile imports: values held to what a measurement can produce, and nesting deep enough to
+// overflow a recursive parser or printer.
+std::vector<BadImport> bad_import_values() {
+  return {
+      {"negative time", edit_doc([](json& d) { d["sweeps"][2]["results"][0]["median_ms"] = -1.0; }),
        "import: sweeps[2].results[0].median_ms must be a positive, finite time in ms, got -1"},
-      {"zero time", edit([](json& d) { d["sweeps"][0]["results"][1]["median_ms"] = 0; }),
+      {"zero time", edit_doc([](json& d) { d["sweeps"][0]["results"][1]["median_ms"] = 0; }),
        "sweeps[0].results[1].median_ms must be a positive, finite time in ms, got 0"},
-      {"negative minimum", edit([](json& d) { d["sweeps"][0]["results"][1]["min_ms"] = -0.5; }),
+      {"negative minimum", edit_doc([](json& d) { d["sweeps"][0]["results"][1]["min_ms"] = -0.5; }),
        "sweeps[0].results[1].min_ms must be a positive"},
-      {"minimum above median", edit([](json& d) { d["sweeps"][2]["results"][0]["min_ms"] = 8.0; }),
+      {"minimum above median", edit_doc([](json& d) { d["sweeps"][2]["results"][0]["min_ms"] = 8.0; }),
        "sweeps[2].results[0].min_ms is larger than median_ms (8 > 7.5)"},
-      {"negative spread", edit([](json& d) { d["sweeps"][0]["results"][1]["spread"] = -0.1; }),
+      {"negative spread", edit_doc([](json& d) { d["sweeps"][0]["results"][1]["spread"] = -0.1; }),
        "sweeps[0].results[1].spread must be non-negative and finite"},
-      {"negative metric", edit([](json& d) { d["sweeps"][0]["results"][1]["metric"] = -3; }),
+      {"negative metric", edit_doc([](json& d) { d["sweeps"][0]["results"][1]["metric"] = -3; }),
        "sweeps[0].results[1].metric must be non-negative"},
-      {"negative error", edit([](json& d) { d["sweeps"][0]["results"][1]["error"] = -1e-7; }),
+      {"negative error", edit_doc([](json& d) { d["sweeps"][0]["results"][1]["error"] = -1e-7; }),
        "sweeps[0].results[1].error must be non-negative"},
-      {"zero clock", edit([](json& d) { d["sweeps"][0]["results"][1]["sm_clock_mhz"] = 0; }),
+      {"zero clock", edit_doc([](json& d) { d["sweeps"][0]["results"][1]["sm_clock_mhz"] = 0; }),
        "sweeps[0].results[1].sm_clock_mhz must be positive and finite"},
-      {"occupancy above one", edit([](json& d) { d["sweeps"][0]["results"][1]["occupancy"] = 1.5; }),
+      {"occupancy above one", edit_doc([](json& d) { d["sweeps"][0]["results"][1]["occupancy"] = 1.5; }),
        "sweeps[0].results[1].occupancy must be between 0 and 1"},
-      {"negative registers", edit([](json& d) { d["sweeps"][0]["results"][1]["registers"] = -4; }),
+      {"negative registers", edit_doc([](json& d) { d["sweeps"][0]["results"][1]["registers"] = -4; }),
        "sweeps[0].results[1].registers must not be negative, got -4"},
-      {"negative shared memory", edit([](json& d) { d["sweeps"][0]["results"][2]["static_smem"] = -1; }),
+      {"negative shared memory", edit_doc([](json& d) { d["sweeps"][0]["results"][2]["static_smem"] = -1; }),
        "sweeps[0].results[2].static_smem must not be negative"},
-      {"ok time from no run", edit([](json& d) { d["sweeps"][2]["results"][0]["repetitions"] = 0; }),
+      {"ok time from no run", edit_doc([](json& d) { d["sweeps"][2]["results"][0]["repetitions"] = 0; }),
        "sweeps[2].results[0].repetitions must be at least 1 for an ok result with a time, got 0"},
-      {"negative repetitions", edit([](json& d) { d["sweeps"][0]["results"][3]["repetitions"] = -2; }),
+      {"negative repetitions", edit_doc([](json& d) { d["sweeps"][0]["results"][3]["repetitions"] = -2; }),
        "sweeps[0].results[3].repetitions is out of range"},
-      {"measured ok without time", edit([](json& d) { d["sweeps"][2]["results"][0]["median_ms"] = nullptr; }),
+      {"measured ok without time",
+       edit_doc([](json& d) { d["sweeps"][2]["results"][0]["median_ms"] = nullptr; }),
        "sweeps[2].results[0].median_ms is missing: an ok result of a measured sweep has a time"},
-      {"unknown kind", edit([](json& d) { d["sweeps"][1]["kind"] = "guess"; }),
+      {"unknown kind", edit_doc([](json& d) { d["sweeps"][1]["kind"] = "guess"; }),
        "sweeps[1].kind 'guess' is not sweep or plan"},
-      {"unknown status", edit([](json& d) { d["sweeps"][1]["status"] = "fine"; }),
+      {"unknown status", edit_doc([](json& d) { d["sweeps"][1]["status"] = "fine"; }),
        "sweeps[1].status 'fine' is not running, done or interrupted"},
-      {"no SMs", edit([](json& d) { d["sweeps"][1]["device"]["sm_count"] = 0; }),
+      {"no SMs", edit_doc([](json& d) { d["sweeps"][1]["device"]["sm_count"] = 0; }),
        "sweeps[1].device.sm_count must be a positive integer, got 0"},
-      {"SM count missing", edit([](json& d) { d["sweeps"][1]["device"].erase("sm_count"); }),
+      {"SM count missing", edit_doc([](json& d) { d["sweeps"][1]["device"].erase("sm_count"); }),
        "sweeps[1].device.sm_count is missing"},
-      {"repeated uid", edit([](json& d) { d["sweeps"][2]["uid"] = d["sweeps"][0]["uid"]; }),
+      {"repeated uid", edit_doc([](json& d) { d["sweeps"][2]["uid"] = d["sweeps"][0]["uid"]; }),
        "sweeps[2].uid repeats sweeps[0].uid"},
-      {"no start", edit([](json& d) { d["sweeps"][0]["started_at"] = ""; }), "sweeps[0].started_at is empty"},
+      {"no start", edit_doc([](json& d) { d["sweeps"][0]["started_at"] = ""; }),
+       "sweeps[0].started_at is empty"},
       // Nesting deep enough to overflow a recursive parser or printer.
       {"deep nesting",
        [](json doc) {
@@ -242,7 +255,14 @@ std::vector<BadImport> bad_imports() {
          return text.replace(text.find(R"({"x":0})"), 7, R"({"x":)" + deep + "}");
        },
        "import: the document is nested 100005 levels deep (at most 72)"},
+
   };
+}
+
+std::vector<BadImport> bad_imports() {
+  std::vector<BadImport> all = bad_import_documents();
+  for (auto& bad : bad_import_values()) all.push_back(std::move(bad));
+  return all;
 }
 
 TEST(Export, MalformedImportsThrowAndChangeNothing) {

@@ -207,32 +207,33 @@ struct BadCsv {
   const char* expected;
 };
 
-std::vector<BadCsv> bad_csvs() {
-  const auto text = [](std::function<std::string(std::string)> change) {
-    return [change](Table t) { return change(test::write_csv(t)); };
+// A hostile CSV made by changing the valid export's text, or its table of fields.
+std::function<std::string(Table)> edit_text(std::function<std::string(std::string)> change) {
+  return [change](Table t) { return change(test::write_csv(t)); };
+}
+std::function<std::string(Table)> edit_table(std::function<void(Table&)> change) {
+  return [change](Table t) {
+    change(t);
+    return test::write_csv(t);
   };
-  const auto table = [](std::function<void(Table&)> change) {
-    return [change](Table t) {
-      change(t);
-      return test::write_csv(t);
-    };
-  };
-  const std::string deep = std::string(100, '[') + std::string(100, ']');
+}
+
+// Hostile CSV: the shape of the file.
+std::vector<BadCsv> bad_csv_shapes() {
   return {
-      // The shape of the file.
       {"empty", [](Table) { return std::string(); }, "import: the text is empty, without the header row"},
       {"only a byte order mark", [](Table) { return std::string("\xEF\xBB\xBF"); }, "the text is empty"},
       {"JSON-like", [](Table) { return std::string("[1, 2]"); },
        "import: line 1, field 1 is '[1', which is not a column of a tiletune CSV export"},
-      {"unknown column", table([](Table& t) { t[0][8] = "why"; }),
+      {"unknown column", edit_table([](Table& t) { t[0][8] = "why"; }),
        "import: line 1, field 9 is 'why', which is not a column of a tiletune CSV export"},
-      {"repeated column", table([](Table& t) { t[0][8] = "params"; }),
+      {"repeated column", edit_table([](Table& t) { t[0][8] = "params"; }),
        "import: line 1, field 9 repeats column 'params' (field 7)"},
-      {"missing columns", table([](Table& t) {
+      {"missing columns", edit_table([](Table& t) {
          for (auto& row : t) row.resize(43);
        }),
        "import: line 1 lacks the column(s) device_properties, family_description of a tiletune CSV export"},
-      {"an older export", table([](Table& t) {
+      {"an older export", edit_table([](Table& t) {
          for (auto& row : t) row.resize(21);
        }),
        "lacks the column(s) local_bytes, spill_bytes, threads_per_block, active_blocks, active_warps, "
@@ -241,27 +242,36 @@ std::vector<BadCsv> bad_csvs() {
        "started_at, ended_at, tiletune_version, git_sha, device_properties, family_description of a tiletune "
        "CSV "
        "export (written by an older tiletune: export it again with this one)"},
-      {"a header of 200 columns", table([](Table& t) { t[0].resize(200, "x"); }),
+      {"a header of 200 columns", edit_table([](Table& t) { t[0].resize(200, "x"); }),
        "line 1 has more than 92 fields"},
-      {"short row", table([](Table& t) { t[2].pop_back(); }), "import: line 3 has 45 fields, the header 46"},
-      {"long row", table([](Table& t) { t[2].push_back("x"); }), "import: line 3 has more than 46 fields"},
-      {"empty line", text([](std::string s) { return s.insert(s.find("\r\n") + 2, "\r\n"); }),
+      {"short row", edit_table([](Table& t) { t[2].pop_back(); }),
+       "import: line 3 has 45 fields, the header 46"},
+      {"long row", edit_table([](Table& t) { t[2].push_back("x"); }),
+       "import: line 3 has more than 46 fields"},
+      {"empty line", edit_text([](std::string s) { return s.insert(s.find("\r\n") + 2, "\r\n"); }),
        "import: line 2 is empty"},
-      {"trailing empty line", text([](std::string s) { return s + "\r\n"; }), "import: line 13 is empty"},
-      {"unterminated quote", text([](std::string s) { return s + "\"abc,def\r\n"; }),
+      {"trailing empty line", edit_text([](std::string s) { return s + "\r\n"; }),
+       "import: line 13 is empty"},
+      {"unterminated quote", edit_text([](std::string s) { return s + "\"abc,def\r\n"; }),
        "import: line 13, field 1 (sweep_uid) opens a quote that is never closed"},
-      {"unterminated quote in a later field", text([](std::string s) { return s + "abc,\"def,,\r\n"; }),
+      {"unterminated quote in a later field", edit_text([](std::string s) { return s + "abc,\"def,,\r\n"; }),
        "import: line 13, field 2 (device) opens a quote that is never closed"},
       {"bare quote inside a field",
-       text([](std::string s) { return s.replace(s.find(",pruned,") + 8, 4, "sm\"e"); }),
+       edit_text([](std::string s) { return s.replace(s.find(",pruned,") + 8, 4, "sm\"e"); }),
        "import: line 4, field 9 (reason) has a quote but does not start with one"},
       {"text after a closing quote",
-       text([](std::string s) { return s.replace(s.find("\"bad, "), 1, "\"x\"bad, "); }),
+       edit_text([](std::string s) { return s.replace(s.find("\"bad, "), 1, "\"x\"bad, "); }),
        "import: line 5, field 9 (reason) has text after its closing quote"},
       {"carriage return alone",
-       text([](std::string s) { return s.replace(s.find(",pruned,") + 8, 1, std::string(1, '\r')); }),
+       edit_text([](std::string s) { return s.replace(s.find(",pruned,") + 8, 1, std::string(1, '\r')); }),
        "import: line 4, field 9 (reason) is followed by a carriage return that does not end the line"},
-      // A sweep is the same on each of its rows.
+  };
+}
+
+// Hostile CSV: a sweep is the same on each of its rows, and its values.
+std::vector<BadCsv> bad_csv_sweeps() {
+  const std::string deep = std::string(100, '[') + std::string(100, ']');
+  return {
       {"contradicting device", set(3, "device", "Another GPU"),
        "import: line 3, field 2 (device) is 'Another GPU', but line 2 of the same sweep has 'NVIDIA H100 "
        "80GB "
@@ -303,7 +313,12 @@ std::vector<BadCsv> bad_csvs() {
        "import: line 10, field 44 (device_properties) must be a JSON object"},
       {"description nested deep", set(10, "family_description", "{\"x\": " + deep + "}"),
        "import: line 10, field 45 (family_description) is nested deeper than 64 levels"},
-      // Result values, held to what a measurement produces.
+  };
+}
+
+// Hostile CSV: result values, held to what a measurement produces.
+std::vector<BadCsv> bad_csv_results() {
+  return {
       {"unknown outcome", set(3, "outcome", "exploded"),
        "import: line 3, field 8 (outcome) 'exploded' is not an outcome name"},
       {"bad params", set(3, "params", "TILE=x"),
@@ -344,16 +359,21 @@ std::vector<BadCsv> bad_csvs() {
        "import: line 4, field 13 (repetitions) is out of range"},
       {"measured ok without time", set(10, "median_ms", ""),
        "import: line 10, field 10 (median_ms) is missing: an ok result of a measured sweep has a time"},
-      // Rows without results.
+  };
+}
+
+// Hostile CSV: rows without results.
+std::vector<BadCsv> bad_csv_rows_without_results() {
+  return {
       {"a value on a row without outcome", set(11, "median_ms", "1"),
        "import: line 11, field 10 (median_ms) is set on a row without an outcome"},
       {"a row without outcome in a sweep with results", set(3, "outcome", ""),
        "import: line 3, field 7 (params) is set on a row without an outcome"},
-      {"an empty row in a sweep with results", table([](Table& t) {
+      {"an empty row in a sweep with results", edit_table([](Table& t) {
          for (std::size_t c = column(t, "params"); c <= column(t, "measured_at"); ++c) t[2][c] = "";
        }),
        "import: line 3, field 8 (outcome) is empty, but the sweep has results (line 2)"},
-      {"a result after an empty row", table([](Table& t) {
+      {"a result after an empty row", edit_table([](Table& t) {
          auto row = t[1];
          const auto& plan = t[row_at(11)];
          for (const char* name : {"sweep_uid", "device", "arch", "family", "size", "args"})
@@ -362,10 +382,18 @@ std::vector<BadCsv> bad_csvs() {
          t.push_back(row);
        }),
        "import: line 13, field 8 (outcome) is set, but line 11 says the sweep has no results"},
-      {"two empty rows", table([](Table& t) { t.push_back(t[row_at(11)]); }),
+      {"two empty rows", edit_table([](Table& t) { t.push_back(t[row_at(11)]); }),
        "import: line 13, field 8 (outcome) is empty, as on line 11: a sweep without results has one such "
        "row"},
+
   };
+}
+
+std::vector<BadCsv> bad_csvs() {
+  std::vector<BadCsv> all;
+  for (auto group : {bad_csv_shapes(), bad_csv_sweeps(), bad_csv_results(), bad_csv_rows_without_results()})
+    all.insert(all.end(), group.begin(), group.end());
+  return all;
 }
 
 TEST_F(ImportCsv, HostileTextThrowsOneLineAndChangesNothing) {
