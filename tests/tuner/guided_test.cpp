@@ -104,3 +104,69 @@ TEST(Guided, MeetsTheGoalOnEveryReferenceSpace) {
   }
   EXPECT_GE(spaces, 8);
 }
+
+// With a probe of what is compiled, a lane is dealt the batch's first compiled pick, not its front; a lane
+// that finds nothing compiled after something new was measured gets a refit whose picks join behind the
+// batch's own (which stay: they are compiling). Without refits the batch is dealt in order.
+TEST(Guided, DealsWhatIsCompiledAndRefitsWhenNothingIs) {
+  const ReplaySpace s = tiles();
+  std::vector<Params> params;
+  for (const auto& p : s.points) params.push_back(p.params);
+  for (const bool refit : {true, false}) {
+    GuidedOptions o;
+    o.initial = 8;
+    o.refit_when_idle = refit;
+    auto strategy = make_guided_strategy(parameter_features(replay_family(s), params), 100, 5, o);
+    std::set<std::size_t> compiled;
+    strategy->watch_compiles([&](std::size_t i) { return compiled.count(i) > 0; });
+    std::vector<std::optional<double>> times(s.points.size());
+    const auto measure = [&](std::size_t i) { times[i] = s.points[i].median_ms.value_or(INFINITY); };
+    for (int k = 0; k < 9; ++k) measure(*strategy->next(times));   // the random start, the fit's first
+    const std::vector<std::size_t> before = strategy->upcoming();  // the batch's other 7, then the tail
+    ASSERT_GT(before.size(), 7u);
+    compiled.insert(before[3]);
+    EXPECT_EQ(*strategy->next(times), before[3]) << "refit " << refit << ": the compiled pick comes first";
+    measure(before[3]);
+    compiled.clear();
+    EXPECT_EQ(*strategy->next(times), before[0]) << "refit " << refit << ": nothing compiled, the front";
+    const std::vector<std::size_t> after = strategy->upcoming();
+    const std::vector<std::size_t> kept = {before[1], before[2], before[4], before[5], before[6]};
+    ASSERT_GE(after.size(), kept.size());
+    EXPECT_EQ(std::vector<std::size_t>(after.begin(), after.begin() + 5), kept) << "refit " << refit;
+    std::vector<std::size_t> old_tail(before.begin() + 7, before.end());
+    const std::vector<std::size_t> behind(after.begin() + 5, after.end());
+    if (refit)
+      EXPECT_NE(behind, old_tail) << "a refit's picks join the batch";
+    else
+      EXPECT_EQ(behind, old_tail) << "no refit: the same tail";
+  }
+}
+
+// On two compile-bound reference spaces (NVRTC takes seconds a configuration, the GPU milliseconds), the
+// refits while compiles run finish a budget of 100 in well under the time of measuring each batch whole,
+// and end as near the best.
+TEST(Guided, RefitsWhileCompilingShortenCompileBoundSweeps) {
+  const auto dir = test::spaces_dir();
+  ASSERT_FALSE(dir.empty()) << "bench/spaces not found";
+  for (const char* name : {"conv2d_tiled-8192-mask15-h100", "gemm_bf16_wgmma-4096-h100"}) {
+    const ReplaySpace s = read_replay_space(dir / (std::string(name) + ".csv"));
+    const KernelFamily f = replay_family(s);
+    std::map<bool, std::vector<double>> seconds;
+    std::map<bool, int> within;
+    for (const bool refit : {true, false}) {
+      ReplayOptions o;
+      o.compile_jobs = 16;
+      o.budget = 100;
+      o.stop_within = -1;
+      o.refit_when_idle = refit;
+      for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+        const ReplayRun run = replay(s, f, "guided", seed, o);
+        seconds[refit].push_back(run.curve.back().seconds);
+        within[refit] += run.curve.back().best_ms <= *s.best_ms() * 1.01;
+      }
+    }
+    const double with = replay_stat(seconds[true]).median, without = replay_stat(seconds[false]).median;
+    EXPECT_LE(with, 0.8 * without) << name << ": " << with << " s against " << without << " s";
+    EXPECT_GE(within[true], within[false] - 1) << name;
+  }
+}

@@ -295,6 +295,25 @@ TEST(Plan, BackgroundCompilerCompilesWhatIsPrefetched) {
   EXPECT_FALSE(cached(3));
 }
 
+// With one compiler process and two jobs queued, the second starts only once the first is reaped: poll()
+// does that without anyone asking for a CUBIN (as a sweep's GPUs measure), and ready() says what is done.
+TEST(Plan, PollKeepsTheCompilersBusyWithoutAnAsk) {
+  const std::vector<CompileJob> jobs = first_conv1d_jobs(2);
+  test::TempDir dir;
+  const CompileCache cache(dir.path);
+  BackgroundCompiler compiler(jobs, cache, 1, /*eager=*/false);
+  EXPECT_FALSE(compiler.ready(0));
+  compiler.prefetch({0, 1});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!compiler.ready(1) && std::chrono::steady_clock::now() < deadline) {
+    compiler.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(compiler.ready(0));
+  EXPECT_TRUE(compiler.ready(1)) << "the queued job never started";
+  EXPECT_FALSE(compiler.ready(7)) << "no such job";
+}
+
 TEST(Plan, ThreadsAndProcessesGiveTheSameResults) {
   const std::vector<CompileJob> jobs = first_conv1d_jobs(6);
   test::TempDir a, b;

@@ -174,6 +174,10 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "transfer", po::value(&a.transfer_files)->composing(),
       "guided starts from this space file of the same family at another size or device (repeatable)")(
       "no-plan-features", "guided: leave the plan features out of the model (an ablation)")(
+      "wait-for-batch",
+      "guided: measure each batch whole, in order, before the next fit, instead of refitting when a GPU "
+      "finds "
+      "nothing of the batch compiled (an ablation)")(
       "whole-budget",
       "run each seed to its budget (or the space's end) instead of stopping within 1%; the table adds the "
       "simulated seconds of the whole run and the compiles never measured");
@@ -184,6 +188,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
           desc, argv))
     return 0;
   a.options.plan_features = std::find(argv.begin(), argv.end(), "--no-plan-features") == argv.end();
+  a.options.refit_when_idle = std::find(argv.begin(), argv.end(), "--wait-for-batch") == argv.end();
   if (std::find(argv.begin(), argv.end(), "--whole-budget") != argv.end()) a.options.stop_within = -1;
   if (a.sweeps.empty() && a.space_files.empty())
     throw UsageError("replay: name at least one sweep (--sweep ID) or space file (--space FILE)");

@@ -557,6 +557,17 @@ void BackgroundCompiler::prefetch(const std::vector<std::size_t>& indices) {
   pump();
 }
 
+bool BackgroundCompiler::ready(std::size_t index) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_.enabled() && index < jobs_.size() && cached(index);
+}
+
+void BackgroundCompiler::poll() {
+  if (!cache_.enabled()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  pump();
+}
+
 CompileResult BackgroundCompiler::get(std::size_t index, bool wait_for_children) {
   const std::string key = this->key(index);
   const auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <random>
 
@@ -76,17 +77,25 @@ class GuidedStrategy : public Strategy {
     batch_.erase(
         std::remove_if(batch_.begin(), batch_.end(), [&](std::size_t i) { return measured(times, i); }),
         batch_.end());
-    if (batch_.empty()) {
+    if (batch_.empty() || idle(done)) {
       const std::size_t count = std::min(options_.batch, budget_ - done);
       ahead_ =
           std::min(options_.ahead, budget_ - done - count);  // never compile what the budget cannot measure
+      std::vector<std::size_t> kept = std::move(batch_);
       propose(times, count, done);
+      for (std::size_t i : batch_)
+        if (std::find(kept.begin(), kept.end(), i) == kept.end()) kept.push_back(i);
+      batch_ = std::move(kept);
+      proposed_at_ = done;
     }
     if (batch_.empty()) return std::nullopt;
-    const std::size_t pick = batch_.front();
-    batch_.erase(batch_.begin());
+    auto it = compiled_ ? std::find_if(batch_.begin(), batch_.end(), compiled_) : batch_.end();
+    if (it == batch_.end()) it = batch_.begin();
+    const std::size_t pick = *it;
+    batch_.erase(it);
     return pick;
   }
+  void watch_compiles(std::function<bool(std::size_t)> compiled) override { compiled_ = std::move(compiled); }
   // The batch's rest, then what would come after it as things stand, so that compiling runs ahead of the fit.
   std::vector<std::size_t> upcoming() const override {
     std::vector<std::size_t> out = batch_;
@@ -103,6 +112,14 @@ class GuidedStrategy : public Strategy {
   std::mt19937_64 rng_;
 
  private:
+  // Whether the lane asking finds nothing of the batch compiled while the model has learnt something new
+  // since the batch was proposed: then the batch is refit (see GuidedOptions::refit_when_idle).
+  bool idle(std::size_t done) const {
+    if (!compiled_ || !options_.refit_when_idle || done <= proposed_at_) return false;
+    if (done < options_.initial || first_pos_ < options_.first.size()) return false;  // not learning yet
+    return batch_.size() < 2 * options_.batch && std::none_of(batch_.begin(), batch_.end(), compiled_);
+  }
+
   // The next batch: what transfer puts first, then at random (or by the prior) until the model has enough
   // to learn from, then mostly the model's fastest.
   void propose(const Times& times, std::size_t count, std::size_t done) {
@@ -231,6 +248,8 @@ class GuidedStrategy : public Strategy {
   std::vector<std::size_t> fit_rows_;  // what the last fit learnt from, for its resamples
   std::vector<float> fit_y_;
   std::size_t full_picks_ = 1;  // a batch's picks by the full model before the resamples take turns
+  std::function<bool(std::size_t)> compiled_;  // the sweep's probe: candidate i's CUBIN is ready
+  std::size_t proposed_at_ = 0;                // measurements done when the batch was last proposed
 };
 
 // Over an enumerated space: every unmeasured candidate is ranked.

@@ -73,6 +73,7 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
     for (std::size_t i = 0; i < rows.size(); ++i)
       rows[i].insert(rows[i].end(), space.points[i].plan.begin(), space.points[i].plan.end());
   GuidedOptions guided;
+  guided.refit_when_idle = options.refit_when_idle;
   if (!options.transfer.empty()) {
     Transfer t = transfer_from(options.transfer, params);
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(t.rank[i]);
@@ -115,6 +116,8 @@ class Replayer {
         if (!in[i]) eager.push_back(i);
     }
     pool_ = std::make_unique<SimulatedCompilePool>(std::move(compile_s), options.compile_jobs, eager);
+    if (!fixed_)
+      for (auto& w : walkers_) w->watch_compiles([this](std::size_t i) { return pool_->compiled(i, now_); });
     drained_.assign(options.lanes, false);
   }
 
@@ -145,6 +148,7 @@ class Replayer {
   void deal(std::size_t k, double t) {
     if (drained_[k]) return;
     Strategy& walker = *walkers_[walkers_.size() == 1 ? 0 : k];
+    now_ = t;
     const auto pick = walker.next(times_);
     if (!pick) {
       if (walkers_.size() == 1)
@@ -179,6 +183,7 @@ class Replayer {
   std::vector<bool> drained_;
   std::vector<bool> asked_ = std::vector<bool>(space_.points.size());  // dealt to a lane
   double wait_s_ = 0;                                                  // lanes waiting for a CUBIN
+  double now_ = 0;                                                     // the simulated time of a deal
   std::priority_queue<InFlight, std::vector<InFlight>, std::greater<>> flight_;
 };
 

@@ -55,6 +55,11 @@ double SimulatedCompilePool::ready_at(std::size_t job, double t, bool wait_for_p
   return *done_at_[job];
 }
 
+bool SimulatedCompilePool::compiled(std::size_t job, double t) {
+  advance(t);
+  return done_at_[job] && *done_at_[job] <= t;
+}
+
 SimulatedCompilePool::Usage SimulatedCompilePool::usage(double end, const std::vector<bool>& asked) const {
   Usage u;
   for (std::size_t j = 0; j < done_at_.size(); ++j) {

@@ -22,6 +22,8 @@ class SimulatedCompilePool {
   // When job i's CUBIN is ready for one who asks at time t. With wait_for_pool, a queued job waits for a
   // process of the pool; otherwise one not yet started is compiled at once by the asker.
   double ready_at(std::size_t job, double t, bool wait_for_pool);
+  // Whether job i's CUBIN is ready at time t.
+  bool compiled(std::size_t job, double t);
 
   // What the compilers did by time `end`: jobs started, those of them never asked for (work a changed queue
   // left unused), and the seconds spent compiling, all counted up to `end`.

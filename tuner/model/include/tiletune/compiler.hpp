@@ -122,6 +122,11 @@ class BackgroundCompiler {
   // Replaces the queue of jobs to compile next (those not cached and not already compiling), one process
   // each, at most `workers` at a time; the first in the list starts first.
   void prefetch(const std::vector<std::size_t>& indices);
+  // Whether job `index`'s result is in the cache now (compiled, here or earlier), without waiting.
+  bool ready(std::size_t index) const;
+  // Reaps finished compiles and starts queued ones on the freed processes. get() and prefetch() do so too;
+  // a sweep also calls this while its GPUs measure, so that the processes never idle with work queued.
+  void poll();
 
  private:
   // With mutex_ held:

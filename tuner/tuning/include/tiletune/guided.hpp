@@ -36,6 +36,12 @@ struct GuidedOptions {
   // Candidates beyond the batch, as the last fit ranks them, that the sweep compiles while the batch is
   // measured: the next batch is mostly among them, so compiling need not wait for the fit.
   std::size_t ahead = 16;
+  // Where the sweep says what is compiled (Strategy::watch_compiles), a lane is dealt the batch's first
+  // compiled pick; one that finds none compiled, once the model has learnt something since the batch was
+  // proposed, refits and adds the new fit's picks behind the batch (up to twice a batch in all), so the GPU
+  // measures what the compilers have finished instead of waiting for a batch's slowest compile. False: each
+  // batch is measured whole, in order, before the next fit.
+  bool refit_when_idle = true;
   int rounds = 60;  // trees per fit
   // Models fit on bootstrap resamples of the measurements, beside the one fit on all of them: the first
   // half of a full batch's picks are the full model's best, the rest the best of each resample's model in

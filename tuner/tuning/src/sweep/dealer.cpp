@@ -13,7 +13,9 @@ Dealer::Dealer(Search& search, Candidates& candidates, Lanes& lanes, Recorder& r
       lanes_(lanes),
       recorder_(recorder),
       options_(options),
-      ahead_(lanes.size()) {}
+      ahead_(lanes.size()) {
+  search_.watch_compiles();
+}
 
 void Dealer::run(const std::function<bool()>& keep_dealing,
                  const std::function<void(const LaneResult&, bool)>& recorded) {
@@ -23,6 +25,7 @@ void Dealer::run(const std::function<bool()>& keep_dealing,
     if (error || !keep_dealing()) dealing = false;
     for (std::size_t k = 0; k < lanes_.size() && dealing; ++k)
       if (lanes_.idle(k)) deal(k);
+    search_.compiler().poll();  // the compilers go on while the lanes measure
     // Waits in short steps, so that an interrupt or the time limit stops the dealing promptly.
     auto collected = lanes_.collect(std::chrono::milliseconds(100));
     if (!collected) break;  // nothing in flight and nothing more to deal

@@ -49,20 +49,23 @@ Search Search::enumerated(const std::string& strategy, const KernelFamily& famil
     for (const auto& c : table) params.push_back(c.params);
     s.walkers_ = make_strategies(strategy, family, params, options.budget, options.measure.seed, lanes);
   }
-  std::vector<CompileJob> jobs;
   s.job_of_.assign(table.size(), kNoJob);
-  for (std::size_t i : s.walkers_.front()->likely_order()) {
-    s.job_of_[i] = jobs.size();
-    jobs.push_back(compile_job(family, device, table[i].params));
-  }
-  // Candidates outside the likely order (a budget cut) still need a job slot.
-  for (std::size_t i = 0; i < table.size(); ++i)
-    if (s.job_of_[i] == kNoJob) {
+  std::vector<CompileJob> jobs;
+  if (s.order_is_fixed()) {
+    for (std::size_t i : s.walkers_.front()->likely_order()) {
       s.job_of_[i] = jobs.size();
       jobs.push_back(compile_job(family, device, table[i].params));
     }
+    // Candidates outside the likely order (a budget cut) still need a job slot.
+    for (std::size_t i = 0; i < table.size(); ++i)
+      if (s.job_of_[i] == kNoJob) {
+        s.job_of_[i] = jobs.size();
+        jobs.push_back(compile_job(family, device, table[i].params));
+      }
+  }
   s.compiler_ =
       std::make_unique<BackgroundCompiler>(std::move(jobs), cache, options.compile_jobs, s.order_is_fixed());
+  s.can_watch_ = !s.order_is_fixed() && cache.enabled();
   return s;
 }
 
@@ -73,7 +76,17 @@ Search Search::lazy(const std::string& strategy, const KernelFamily& family, con
   s.walkers_ = make_lazy_strategies(strategy, candidates, options.budget, options.measure.seed, lanes);
   s.compiler_ = std::make_unique<BackgroundCompiler>(std::vector<CompileJob>{}, cache, options.compile_jobs,
                                                      /*eager=*/false);
+  s.can_watch_ = !s.order_is_fixed() && cache.enabled();
   return s;
+}
+
+void Search::watch_compiles() {
+  if (!can_watch_) return;
+  for (auto& w : walkers_) w->watch_compiles([this](std::size_t i) { return compiled(i); });
+}
+
+bool Search::compiled(std::size_t index) const {
+  return index < job_of_.size() && job_of_[index] != kNoJob && compiler_->ready(job_of_[index]);
 }
 
 std::string Search::stop_reason() const {

@@ -1,6 +1,7 @@
 // The search stage of a sweep: the strategy's walkers over the candidates and the compile jobs they ask
-// for. Over an enumerated space every candidate has its job from the start, in the walkers' likely order
-// (compiled ahead where that order is fixed); a lazily read space's candidates get theirs when first named.
+// for. Where the walkers' order is fixed, every candidate of an enumerated space has its job from the start,
+// in that order, and compiles ahead; otherwise (guided, annealing, a lazily read space) a candidate gets its
+// job when first named, and the walkers can see which candidates are compiled.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,11 @@ class Search {
   // Candidate `index`'s compile job, made when first named.
   std::size_t job_for(std::size_t index, const std::vector<PlannedConfig>& candidates);
   BackgroundCompiler& compiler() { return *compiler_; }
+  // Whether candidate `index`'s CUBIN is ready now (false while it has no job).
+  bool compiled(std::size_t index) const;
+  // Lets walkers whose order is not fixed see what is compiled (where a cache holds what compiles). Call it
+  // once this Search is where it stays: the walkers' probes hold its address.
+  void watch_compiles();
 
  private:
   Search(const KernelFamily& family, const DeviceLimits& device) : family_(&family), device_(&device) {}
@@ -48,6 +54,7 @@ class Search {
   std::vector<std::unique_ptr<Strategy>> walkers_;
   std::unique_ptr<BackgroundCompiler> compiler_;
   std::vector<std::size_t> job_of_;  // each candidate's compile job (kNoJob: none yet)
+  bool can_watch_ = false;           // see watch_compiles
 };
 
 }  // namespace tiletune::sweep
