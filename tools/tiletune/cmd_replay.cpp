@@ -175,9 +175,8 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "guided starts from this space file of the same family at another size or device (repeatable)")(
       "no-plan-features", "guided: leave the plan features out of the model (an ablation)")(
       "wait-for-batch",
-      "guided: measure each batch whole, in order, before the next fit, instead of refitting when a GPU "
-      "finds "
-      "nothing of the batch compiled (an ablation)")(
+      "guided: measure each batch whole before the next fit, rather than refit when a GPU finds nothing "
+      "of the batch compiled (an ablation)")(
       "whole-budget",
       "run each seed to its budget (or the space's end) instead of stopping within 1%; the table adds the "
       "simulated seconds of the whole run and the compiles never measured");
