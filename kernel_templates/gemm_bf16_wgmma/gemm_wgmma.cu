@@ -415,14 +415,21 @@ __device__ __forceinline__ c_t to_output(float v) {
   return v;
 #endif
 }
-// Two adjacent outputs into shared memory at byte address `addr` (8-byte aligned for float, 4 for 16 bits).
-__device__ __forceinline__ void st_shared_pair(unsigned addr, float a, float b) {
+#if GEMM_TYPE != 2
+// Two outputs as 16-bit values in one register, the first in the low half.
+__device__ __forceinline__ unsigned pack_pair(float a, float b) {
 #if GEMM_TYPE == 0
   __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<unsigned*>(&v)) : "memory");
-#elif GEMM_TYPE == 1
+#else
   __half2 v = __floats2half2_rn(a, b);
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<unsigned*>(&v)) : "memory");
+#endif
+  return *reinterpret_cast<unsigned*>(&v);
+}
+#endif
+// Two adjacent outputs into shared memory at byte address `addr` (8-byte aligned for float, 4 for 16 bits).
+__device__ __forceinline__ void st_shared_pair(unsigned addr, float a, float b) {
+#if GEMM_TYPE != 2
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(pack_pair(a, b)) : "memory");
 #else
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
 #endif
@@ -436,14 +443,6 @@ __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0),
                "r"(r1), "r"(r2), "r"(r3)
                : "memory");
-}
-__device__ __forceinline__ unsigned pack_pair(float a, float b) {
-#if GEMM_TYPE == 0
-  __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
-#else
-  __half2 v = __floats2half2_rn(a, b);
-#endif
-  return *reinterpret_cast<unsigned*>(&v);
 }
 #endif
 
