@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "pruned.hpp"
 #include "sqlite.hpp"
 #include "store_rows.hpp"
 #include "tiletune/build_info.hpp"
@@ -670,7 +671,7 @@ std::string cache_header(const SweepInfo& sweep, const json& description, const 
                                       {"device_uuid", sweep.device.uuid},
                                       {"sweep_uid", sweep.uid},
                                       // What was pruned before compiling, by reason: no cache entries.
-                                      {"pruned", pruned}});
+                                      {"pruned", rows::pruned_json(pruned)}});
   return out;
 }
 
