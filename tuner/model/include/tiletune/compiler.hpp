@@ -124,6 +124,8 @@ class BackgroundCompiler {
   void prefetch(const std::vector<std::size_t>& indices);
   // Whether job `index`'s result is in the cache now (compiled, here or earlier), without waiting.
   bool ready(std::size_t index) const;
+  // Whether compiles go through the cache (and so ahead of an ask, and ready() can say anything).
+  bool caching() const { return cache_.enabled(); }
   // Reaps finished compiles and starts queued ones on the freed processes. get() and prefetch() do so too;
   // a sweep also calls this while its GPUs measure, so that the processes never idle with work queued.
   void poll();

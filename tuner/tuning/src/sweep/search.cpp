@@ -65,7 +65,6 @@ Search Search::enumerated(const std::string& strategy, const KernelFamily& famil
   }
   s.compiler_ =
       std::make_unique<BackgroundCompiler>(std::move(jobs), cache, options.compile_jobs, s.order_is_fixed());
-  s.can_watch_ = !s.order_is_fixed() && cache.enabled();
   return s;
 }
 
@@ -76,12 +75,11 @@ Search Search::lazy(const std::string& strategy, const KernelFamily& family, con
   s.walkers_ = make_lazy_strategies(strategy, candidates, options.budget, options.measure.seed, lanes);
   s.compiler_ = std::make_unique<BackgroundCompiler>(std::vector<CompileJob>{}, cache, options.compile_jobs,
                                                      /*eager=*/false);
-  s.can_watch_ = !s.order_is_fixed() && cache.enabled();
   return s;
 }
 
 void Search::watch_compiles() {
-  if (!can_watch_) return;
+  if (order_is_fixed() || !compiler_->caching()) return;
   for (auto& w : walkers_) w->watch_compiles([this](std::size_t i) { return compiled(i); });
 }
 

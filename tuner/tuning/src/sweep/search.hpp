@@ -54,7 +54,6 @@ class Search {
   std::vector<std::unique_ptr<Strategy>> walkers_;
   std::unique_ptr<BackgroundCompiler> compiler_;
   std::vector<std::size_t> job_of_;  // each candidate's compile job (kNoJob: none yet)
-  bool can_watch_ = false;           // see watch_compiles
 };
 
 }  // namespace tiletune::sweep
