@@ -240,6 +240,20 @@ TEST(Bundle, RefusesWhatIsNotOneInOneLine) {
       << R"({"format": "tiletune-bundle-1", "entries": [{"family": "gemm_tiled", "device": "d", "arch": "sm_90",
             "size": "8x8x8", "params": {}, "template_hash": "x", "cubin": "../../etc/passwd", "symbol": "k"}]})";
   expect_one_line([&] { read_bundle(bad); }, "bad CUBIN file name");
+  // A count that is no whole number, or one too large for its field, is refused, never cast.
+  for (const std::string field :
+       {R"("sweep": 2.44444e98)", R"("sweep": 1.5)", R"("usage": {"registers": 2e10})",
+        R"("usage": {"barriers": 4294967296})", R"("usage": [])"}) {
+    std::ofstream(bad / "manifest.json", std::ios::trunc)
+        << R"({"format": "tiletune-bundle-1", "entries": [{"family": "gemm_tiled", "device": "d", "arch": "sm_90",
+            "size": "8x8x8", "params": {}, "template_hash": "x", "cubin": "k.cubin", "symbol": "k", )"
+        << field << "}]}";
+    expect_one_line([&] { read_bundle(bad); }, "is malformed");
+  }
+  std::ofstream(bad / "manifest.json", std::ios::trunc)
+      << R"({"format": "tiletune-bundle-1", "entries": [{"family": "gemm_tiled", "device": "d", "arch": "sm_90",
+            "size": "8x8x8", "params": {"TILE": 1e30}, "template_hash": "x", "cubin": "k.cubin", "symbol": "k"}]})";
+  expect_one_line([&] { read_bundle(bad); }, "params.TILE must be an integer");
   std::ofstream(bad / "manifest.json", std::ios::trunc)
       << std::string("{\"format\": \"tiletune-bundle-1\", \"entries\": []}\0{garbage", 55);
   expect_one_line([&] { read_bundle(bad); }, "holds a NUL byte at offset 46");

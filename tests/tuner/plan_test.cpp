@@ -5,11 +5,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "../test_paths.hpp"
 #include "requests.hpp"
+#include "tiletune/device.hpp"
 
 using namespace tiletune;
 
@@ -358,6 +360,22 @@ TEST(Plan, ProfileFilesAreChecked) {
   EXPECT_NE(error_of("[1, 2]").find("must hold a JSON object"), std::string::npos);
   EXPECT_NE(error_of(std::string(10000, '[') + std::string(10000, ']')).find("nested deeper"),
             std::string::npos);
+}
+
+// Stored properties (an import's, another database's) read back exactly; a number that is no integer of its
+// field's range is an error, never a cast.
+TEST(Plan, StoredDevicePropertiesAreReadAsTheyAreOrRefused) {
+  const DeviceLimits h100 = load_profile("h100");
+  const DeviceLimits back = device_from_json(h100.to_json());
+  EXPECT_EQ(back.to_json(), h100.to_json());
+  for (const auto& [field, value] : {std::pair{"sm_count", "1e30"},
+                                     {"sm_count", "2.5"},
+                                     {"l2_bytes", "18446744073709551615"},
+                                     {"clock_mhz", "4294967296"}}) {
+    nlohmann::json j = nlohmann::json::parse(h100.to_json());
+    j[field] = nlohmann::json::parse(value);
+    EXPECT_THROW(device_from_json(j.dump()), nlohmann::json::type_error) << field << " = " << value;
+  }
 }
 
 // A space too large to hold is refused, with its size, before anything is allocated.

@@ -4,8 +4,10 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
+#include "tiletune/json_number.hpp"
 #include "tiletune/utf8.hpp"
 
 namespace tiletune {
@@ -15,14 +17,23 @@ using nlohmann::json;
 namespace {
 
 ResourceUsage usage_from(const json& j) {
+  if (!j.is_object()) throw std::runtime_error("usage is not an object");
   ResourceUsage u;
-  u.registers = j.value("registers", 0);
-  u.static_smem = j.value("static_smem", 0);
-  u.stack_bytes = j.value("stack_bytes", 0);
-  u.spill_stores = j.value("spill_stores", 0);
-  u.spill_loads = j.value("spill_loads", 0);
-  u.barriers = j.value("barriers", 0);
+  u.registers = whole_number_or(j, "registers", 0);
+  u.static_smem = whole_number_or(j, "static_smem", 0);
+  u.stack_bytes = whole_number_or(j, "stack_bytes", 0);
+  u.spill_stores = whole_number_or(j, "spill_stores", 0);
+  u.spill_loads = whole_number_or(j, "spill_loads", 0);
+  u.barriers = whole_number_or(j, "barriers", 0);
   return u;
+}
+
+Params params_from(const json& j) {
+  if (!j.is_object()) throw std::runtime_error("params is not an object");
+  Params params;
+  for (const auto& [name, value] : j.items())
+    params[name] = whole_number<std::int64_t>(value, "params." + name);
+  return params;
 }
 
 }  // namespace
@@ -91,13 +102,13 @@ Bundle read_bundle(const std::filesystem::path& directory) {
       entry.arch = e.at("arch").get<std::string>();
       entry.problem.dims = parse_size_text(e.at("size").get<std::string>());
       entry.problem.args = parse_args_text(e.value("args", ""));
-      entry.params = e.at("params").get<Params>();
+      entry.params = params_from(e.at("params"));
       if (e.contains("median_ms") && e["median_ms"].is_number())
         entry.median_ms = e["median_ms"].get<double>();
       if (e.contains("metric") && e["metric"].is_number()) entry.metric = e["metric"].get<double>();
       entry.metric_unit = e.value("metric_unit", "");
       entry.template_hash = e.at("template_hash").get<std::string>();
-      entry.sweep_id = e.value("sweep", std::int64_t{0});
+      entry.sweep_id = whole_number_or(e, "sweep", std::int64_t{0});
       entry.cubin_file = e.at("cubin").get<std::string>();
       entry.symbol = e.at("symbol").get<std::string>();
       if (entry.cubin_file.empty() || entry.cubin_file.find('/') != std::string::npos ||

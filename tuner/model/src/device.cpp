@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "tiletune/json_depth.hpp"
+#include "tiletune/json_number.hpp"
 #include "tiletune/utf8.hpp"
 
 namespace tiletune {
@@ -95,18 +96,10 @@ std::map<std::string, DeviceLimits> builtin_profiles() {
 template <typename T>
 void read_field(const json& j, const char* key, T& out) {
   if (!j.contains(key)) return;
-  const json& v = j.at(key);
-  if constexpr (std::is_arithmetic_v<T>) {
-    // An integer that fits; a float or a huge value would be undefined behaviour to convert.
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{1} << 62))
-      throw json::type_error::create(302, std::string(key) + " must be an integer", &v);
-    const long long x = v.get<long long>();
-    if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max())
-      throw json::type_error::create(302, std::string(key) + " is out of range", &v);
-    out = static_cast<T>(x);
-  } else {
-    out = v.get<T>();
-  }
+  if constexpr (std::is_arithmetic_v<T>)
+    out = whole_number<T>(j.at(key), key);
+  else
+    out = j.at(key).get<T>();
 }
 
 }  // namespace
@@ -146,36 +139,43 @@ DeviceRecord DeviceLimits::record() const {
   return DeviceRecord{name, uuid, arch(), sm_count, is_profile, to_json()};
 }
 
+// A device's properties as the database stores them (to_json). The text may come from an imported file or
+// another tool's database, so each number is read as what it is or refused, never cast.
 DeviceLimits device_from_json(const std::string& text) {
   const json j = json::parse(text);
   DeviceLimits d;
-  d.name = j.at("name");
-  d.uuid = j.at("uuid");
-  d.cc_major = j.at("cc_major");
-  d.cc_minor = j.at("cc_minor");
-  d.sm_count = j.at("sm_count");
-  d.warp_size = j.at("warp_size");
-  d.max_threads_per_block = j.at("max_threads_per_block");
+  const auto number = [&](const char* key, auto& out) {
+    out = whole_number<std::remove_reference_t<decltype(out)>>(j.at(key), key);
+  };
+  d.name = j.at("name").get<std::string>();
+  d.uuid = j.at("uuid").get<std::string>();
+  for (const auto& [key, field] : {std::pair{"cc_major", &d.cc_major},
+                                   {"cc_minor", &d.cc_minor},
+                                   {"sm_count", &d.sm_count},
+                                   {"warp_size", &d.warp_size},
+                                   {"max_threads_per_block", &d.max_threads_per_block},
+                                   {"max_threads_per_sm", &d.max_threads_per_sm},
+                                   {"max_blocks_per_sm", &d.max_blocks_per_sm},
+                                   {"regs_per_sm", &d.regs_per_sm},
+                                   {"regs_per_block", &d.regs_per_block},
+                                   {"clock_mhz", &d.clock_mhz},
+                                   {"memory_clock_mhz", &d.memory_clock_mhz},
+                                   {"memory_bus_bits", &d.memory_bus_bits},
+                                   {"driver_version", &d.driver_version},
+                                   {"runtime_version", &d.runtime_version}})
+    number(key, *field);
+  for (const auto& [key, field] : {std::pair{"shared_per_sm", &d.shared_per_sm},
+                                   {"shared_per_block", &d.shared_per_block},
+                                   {"shared_per_block_optin", &d.shared_per_block_optin},
+                                   {"reserved_shared_per_block", &d.reserved_shared_per_block},
+                                   {"l2_bytes", &d.l2_bytes},
+                                   {"global_memory_bytes", &d.global_memory_bytes}})
+    number(key, *field);
   for (int k = 0; k < 3; ++k) {
-    d.max_block_dim[k] = j.at("max_block_dim")[k];
-    d.max_grid_dim[k] = j.at("max_grid_dim")[k];
+    d.max_block_dim[k] = whole_number<int>(j.at("max_block_dim").at(k), "max_block_dim");
+    d.max_grid_dim[k] = whole_number<long long>(j.at("max_grid_dim").at(k), "max_grid_dim");
   }
-  d.max_threads_per_sm = j.at("max_threads_per_sm");
-  d.max_blocks_per_sm = j.at("max_blocks_per_sm");
-  d.regs_per_sm = j.at("regs_per_sm");
-  d.regs_per_block = j.at("regs_per_block");
-  d.shared_per_sm = j.at("shared_per_sm");
-  d.shared_per_block = j.at("shared_per_block");
-  d.shared_per_block_optin = j.at("shared_per_block_optin");
-  d.reserved_shared_per_block = j.at("reserved_shared_per_block");
-  d.l2_bytes = j.at("l2_bytes");
-  d.global_memory_bytes = j.at("global_memory_bytes");
-  d.clock_mhz = j.at("clock_mhz");
-  d.memory_clock_mhz = j.at("memory_clock_mhz");
-  d.memory_bus_bits = j.at("memory_bus_bits");
-  d.driver_version = j.at("driver_version");
-  d.runtime_version = j.at("runtime_version");
-  d.is_profile = j.at("is_profile");
+  d.is_profile = j.at("is_profile").get<bool>();
   d.profile = j.value("profile", "");
   return d;
 }
