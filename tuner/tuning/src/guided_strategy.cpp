@@ -4,6 +4,7 @@
 #include <numeric>
 #include <random>
 
+#include "rank_correlation.hpp"
 #include "tiletune/guided.hpp"
 #include "tiletune/occupancy.hpp"
 #include "xgboost_model.hpp"
@@ -135,21 +136,39 @@ class GuidedStrategy : public Strategy {
     std::vector<std::size_t> open_now = open(times);
     std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
     if (done < options_.initial || !fit(times)) {
-      if (options_.prior.empty()) {
+      if (options_.priors.empty()) {
         const std::size_t n = std::min(count, open_now.size()), m = std::min(n + ahead_, open_now.size());
         batch_.assign(open_now.begin(), open_now.begin() + static_cast<std::ptrdiff_t>(n));
         tail_.assign(open_now.begin() + static_cast<std::ptrdiff_t>(n),
                      open_now.begin() + static_cast<std::ptrdiff_t>(m));
         return;
       }
-      std::vector<float> prior;
-      for (std::size_t i : open_now)
-        prior.push_back(std::isnan(options_.prior[i]) ? 2.0f : options_.prior[i]);
-      choose(open_now, prior, count);
+      const std::vector<float>& prior = options_.priors[agreeing_prior(times)];
+      std::vector<float> score;
+      for (std::size_t i : open_now) score.push_back(std::isnan(prior[i]) ? 2.0f : prior[i]);
+      choose(open_now, score, count);
       return;
     }
     const std::vector<float> x = rows_of(open_now);
     choose(open_now, model_.predict(x, width_), count, resampled_predictions(x));
+  }
+
+  // The prior whose order agrees best with the times measured so far (a failure ranks last); the first
+  // while fewer than three measured points have a rank in each.
+  std::size_t agreeing_prior(const Times& times) const {
+    std::size_t best = 0;
+    double best_rho = -INFINITY;
+    for (std::size_t s = 0; s < options_.priors.size(); ++s) {
+      std::vector<double> measured_ms, prior;
+      for (std::size_t i = 0; i < times.size(); ++i)
+        if (times[i] && !std::isnan(options_.priors[s][i])) {
+          measured_ms.push_back(std::isfinite(*times[i]) ? *times[i] : INFINITY);
+          prior.push_back(options_.priors[s][i]);
+        }
+      if (measured_ms.size() < 3) return 0;
+      if (const double rho = spearman(measured_ms, prior); rho > best_rho) best = s, best_rho = rho;
+    }
+    return best;
   }
 
   // What each model fit on a bootstrap resample of the last fit's rows predicts for rows x.

@@ -76,9 +76,9 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
   guided.refit_when_idle = options.refit_when_idle;
   if (!options.transfer.empty()) {
     Transfer t = transfer_from(options.transfer, params);
-    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(t.rank[i]);
+    add_rank_features(t, rows);
     guided.first = std::move(t.first);
-    guided.prior = std::move(t.rank);
+    guided.priors = std::move(t.ranks);
   }
   std::vector<std::unique_ptr<Strategy>> out;
   out.push_back(make_guided_strategy(std::move(rows), options.budget, seed, guided));

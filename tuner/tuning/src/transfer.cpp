@@ -50,25 +50,23 @@ std::map<std::string, double> ranks_of(const PriorSweep& sweep) {
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
                        std::size_t first_per_sweep) {
   Transfer t;
-  t.rank.assign(candidates.size(), NAN);
   if (prior.empty()) return t;
   std::map<std::string, std::size_t> slot;
   for (std::size_t i = 0; i < candidates.size(); ++i) slot[params_to_text(candidates[i])] = i;
-  std::vector<double> sum(candidates.size()), count(candidates.size());
   std::vector<std::vector<std::size_t>> fastest(prior.size());
   for (std::size_t s = 0; s < prior.size(); ++s) {
+    std::vector<float> rank(candidates.size(), NAN);
     std::vector<std::pair<double, std::size_t>> order;
     for (const auto& [text, r] : ranks_of(prior[s]))
       if (const auto it = slot.find(text); it != slot.end()) {
-        sum[it->second] += r, count[it->second] += 1;
+        rank[it->second] = static_cast<float>(r);
         order.emplace_back(r, it->second);
       }
     std::sort(order.begin(), order.end());
     for (std::size_t j = 0; j < std::min(first_per_sweep, order.size()); ++j)
       fastest[s].push_back(order[j].second);
+    t.ranks.push_back(std::move(rank));
   }
-  for (std::size_t i = 0; i < candidates.size(); ++i)
-    if (count[i] > 0) t.rank[i] = static_cast<float>(sum[i] / count[i]);
   for (std::size_t j = 0; j < first_per_sweep; ++j)  // each sweep's best, then each one's second, ...
     for (const auto& f : fastest)
       if (j < f.size() && std::find(t.first.begin(), t.first.end(), f[j]) == t.first.end())
@@ -76,8 +74,14 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
   t.line = "guided: transfer from " + std::to_string(prior.size()) + " sweep" +
            (prior.size() > 1 ? "s" : "") + " of this family (";
   for (std::size_t s = 0; s < prior.size(); ++s) t.line += (s ? "; " : "") + prior[s].label;
-  t.line += "): their " + std::to_string(t.first.size()) + " fastest first, their rank order as a prior";
+  t.line += "): their " + std::to_string(t.first.size()) + " fastest first, then the rank order of " +
+            (prior.size() > 1 ? "the one that agrees best with what is measured" : "it");
   return t;
+}
+
+void add_rank_features(const Transfer& transfer, std::vector<std::vector<float>>& rows) {
+  for (const auto& rank : transfer.ranks)
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(rank[i]);
 }
 
 }  // namespace tiletune

@@ -48,10 +48,12 @@ struct GuidedOptions {
   // turn (batch Thompson sampling), so that a batch also spreads over what the data leaves uncertain instead
   // of crowding one predicted optimum. 0: every pick by the full model.
   std::size_t resamples = 3;
-  // Transfer (see transfer.hpp): candidates measured first, in order, and a prior per candidate (lower is
-  // more promising, NaN unknown) that orders the start in place of random draws.
+  // Transfer (see transfer.hpp): candidates measured first, in order, and per earlier sweep a prior per
+  // candidate (lower is more promising, NaN unknown). The start, in place of random draws, follows the prior
+  // whose order agrees best (Spearman) with the times measured so far, so that a sweep of a size unlike
+  // this one is passed over once the measurements say so.
   std::vector<std::size_t> first;
-  std::vector<float> prior;
+  std::vector<std::vector<float>> priors;
 };
 
 // Guided search over candidates described by `features` (one row each, all of one width). Throws

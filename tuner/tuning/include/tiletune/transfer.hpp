@@ -1,6 +1,7 @@
 // Transfer: what the store's sweeps of the same family on other problems or devices say about a new one.
-// Their best configurations are measured first, and each configuration's rank among them is a prior the
-// guided strategy's model learns from.
+// Their best configurations are measured first; each sweep's rank of each configuration is a feature the
+// guided strategy's model learns from, and the start follows the sweep whose order agrees best with what was
+// measured.
 #pragma once
 
 #include <cstdint>
@@ -26,14 +27,18 @@ std::vector<PriorSweep> prior_sweeps(const Store& store, const std::string& fami
                                      std::size_t limit = 8);
 
 struct Transfer {
-  // Per candidate: its mean rank among the prior sweeps' results, 0 the fastest to 1 the slowest or failed;
-  // NaN where no prior sweep measured it.
-  std::vector<float> rank;
+  // Per prior sweep, per candidate: its rank among that sweep's results, 0 the fastest to 1 the slowest or
+  // failed; NaN where that sweep did not measure it. Sizes differ in what is fast (a GEMM of 1000^3 splits K,
+  // one of 4096^3 does not), so each sweep stays its own column rather than one mean.
+  std::vector<std::vector<float>> ranks;
   std::vector<std::size_t> first;  // candidates to measure first: each prior sweep's fastest, in turn
   std::string line;                // what the sweep says on its first line ("" without prior sweeps)
 };
 
 // `first_per_sweep`: how many of each prior sweep's fastest configurations are measured first.
+// Appends each prior sweep's rank of each candidate (Transfer::ranks) to the candidate's feature row.
+void add_rank_features(const Transfer& transfer, std::vector<std::vector<float>>& rows);
+
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
                        std::size_t first_per_sweep = 3);
 

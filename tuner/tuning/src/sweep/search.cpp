@@ -28,9 +28,9 @@ std::unique_ptr<Strategy> guided_walker(const KernelFamily& family, const Device
   Transfer t = transfer_from(prior_sweeps(store, family.name, sweep_id), params);
   if (!t.line.empty()) {
     out << t.line << "\n";
-    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(t.rank[i]);
+    add_rank_features(t, rows);
     guided.first = std::move(t.first);
-    guided.prior = std::move(t.rank);
+    guided.priors = std::move(t.ranks);
   }
   return make_guided_strategy(std::move(rows), options.budget, options.measure.seed, guided);
 }
