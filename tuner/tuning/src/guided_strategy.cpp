@@ -65,8 +65,10 @@ class GuidedStrategy : public Strategy {
  public:
   GuidedStrategy(std::size_t budget, std::size_t space_size, std::uint64_t seed, const GuidedOptions& options)
       : rng_(seed), budget_(budget), options_(options), model_(options.rounds, seed) {
-    // A small space cannot spend many measurements on learning: a shorter random start, smaller batches.
-    if (options_.initial == 0) options_.initial = std::clamp<std::size_t>(space_size / 50, 4, 24);
+    // A small space cannot spend many measurements on learning: a shorter random start, smaller batches. A
+    // start that follows an earlier sweep's order (transfer) is a search of its own, so it may run longer.
+    const std::size_t longest_start = options_.priors.empty() ? 16 : 24;
+    if (options_.initial == 0) options_.initial = std::clamp<std::size_t>(space_size / 50, 4, longest_start);
     full_picks_ = std::max<std::size_t>(options_.batch / 2, 1);
     options_.batch = std::clamp<std::size_t>(space_size / 40, 2, options_.batch);
   }
