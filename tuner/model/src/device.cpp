@@ -149,28 +149,26 @@ DeviceLimits device_from_json(const std::string& text) {
   };
   d.name = j.at("name").get<std::string>();
   d.uuid = j.at("uuid").get<std::string>();
-  for (const auto& [key, field] : {std::pair{"cc_major", &d.cc_major},
-                                   {"cc_minor", &d.cc_minor},
-                                   {"sm_count", &d.sm_count},
-                                   {"warp_size", &d.warp_size},
-                                   {"max_threads_per_block", &d.max_threads_per_block},
-                                   {"max_threads_per_sm", &d.max_threads_per_sm},
-                                   {"max_blocks_per_sm", &d.max_blocks_per_sm},
-                                   {"regs_per_sm", &d.regs_per_sm},
-                                   {"regs_per_block", &d.regs_per_block},
-                                   {"clock_mhz", &d.clock_mhz},
-                                   {"memory_clock_mhz", &d.memory_clock_mhz},
-                                   {"memory_bus_bits", &d.memory_bus_bits},
-                                   {"driver_version", &d.driver_version},
-                                   {"runtime_version", &d.runtime_version}})
-    number(key, *field);
-  for (const auto& [key, field] : {std::pair{"shared_per_sm", &d.shared_per_sm},
-                                   {"shared_per_block", &d.shared_per_block},
-                                   {"shared_per_block_optin", &d.shared_per_block_optin},
-                                   {"reserved_shared_per_block", &d.reserved_shared_per_block},
-                                   {"l2_bytes", &d.l2_bytes},
-                                   {"global_memory_bytes", &d.global_memory_bytes}})
-    number(key, *field);
+  number("cc_major", d.cc_major);
+  number("cc_minor", d.cc_minor);
+  number("sm_count", d.sm_count);
+  number("warp_size", d.warp_size);
+  number("max_threads_per_block", d.max_threads_per_block);
+  number("max_threads_per_sm", d.max_threads_per_sm);
+  number("max_blocks_per_sm", d.max_blocks_per_sm);
+  number("regs_per_sm", d.regs_per_sm);
+  number("regs_per_block", d.regs_per_block);
+  number("shared_per_sm", d.shared_per_sm);
+  number("shared_per_block", d.shared_per_block);
+  number("shared_per_block_optin", d.shared_per_block_optin);
+  number("reserved_shared_per_block", d.reserved_shared_per_block);
+  number("l2_bytes", d.l2_bytes);
+  number("global_memory_bytes", d.global_memory_bytes);
+  number("clock_mhz", d.clock_mhz);
+  number("memory_clock_mhz", d.memory_clock_mhz);
+  number("memory_bus_bits", d.memory_bus_bits);
+  number("driver_version", d.driver_version);
+  number("runtime_version", d.runtime_version);
   for (int k = 0; k < 3; ++k) {
     d.max_block_dim[k] = whole_number<int>(j.at("max_block_dim").at(k), "max_block_dim");
     d.max_grid_dim[k] = whole_number<long long>(j.at("max_grid_dim").at(k), "max_grid_dim");
