@@ -179,7 +179,10 @@ TEST(Transfer, StartsFromTheStoredSweepsOfOtherSizesAndSaysSo) {
       }
     }
   std::vector<std::vector<float>> rows(params.size(), std::vector<float>{7.0f});
-  add_rank_features(t, rows);
+  GuidedOptions guided;
+  use_transfer(t, rows, guided);
   EXPECT_EQ(rows[t.first[0]], (std::vector<float>{7.0f, 0.0f, t.ranks[1][t.first[0]]}));
+  EXPECT_EQ(guided.first, t.first);
+  EXPECT_EQ(guided.priors, t.ranks);
   EXPECT_TRUE(transfer_from({}, params).line.empty());
 }

@@ -75,10 +75,7 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
   GuidedOptions guided;
   guided.refit_when_idle = options.refit_when_idle;
   if (!options.transfer.empty()) {
-    Transfer t = transfer_from(options.transfer, params);
-    add_rank_features(t, rows);
-    guided.first = std::move(t.first);
-    guided.priors = std::move(t.ranks);
+    use_transfer(transfer_from(options.transfer, params), rows, guided);
   }
   std::vector<std::unique_ptr<Strategy>> out;
   out.push_back(make_guided_strategy(std::move(rows), options.budget, seed, guided));

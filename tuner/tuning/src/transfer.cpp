@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include "tiletune/store.hpp"
 
@@ -79,9 +80,11 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
   return t;
 }
 
-void add_rank_features(const Transfer& transfer, std::vector<std::vector<float>>& rows) {
+void use_transfer(Transfer transfer, std::vector<std::vector<float>>& rows, GuidedOptions& guided) {
   for (const auto& rank : transfer.ranks)
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(rank[i]);
+  guided.first = std::move(transfer.first);
+  guided.priors = std::move(transfer.ranks);
 }
 
 }  // namespace tiletune

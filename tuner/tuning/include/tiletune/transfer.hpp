@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tiletune/guided.hpp"
 #include "tiletune/records.hpp"
 
 namespace tiletune {
@@ -36,10 +37,11 @@ struct Transfer {
 };
 
 // `first_per_sweep`: how many of each prior sweep's fastest configurations are measured first.
-// Appends each prior sweep's rank of each candidate (Transfer::ranks) to the candidate's feature row.
-void add_rank_features(const Transfer& transfer, std::vector<std::vector<float>>& rows);
-
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
                        std::size_t first_per_sweep = 3);
+
+// Hands `transfer` to guided: each prior sweep's rank of each candidate joins the candidate's feature row,
+// and its first picks and priors go into `guided`.
+void use_transfer(Transfer transfer, std::vector<std::vector<float>>& rows, GuidedOptions& guided);
 
 }  // namespace tiletune

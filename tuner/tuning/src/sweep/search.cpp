@@ -28,9 +28,7 @@ std::unique_ptr<Strategy> guided_walker(const KernelFamily& family, const Device
   Transfer t = transfer_from(prior_sweeps(store, family.name, sweep_id), params);
   if (!t.line.empty()) {
     out << t.line << "\n";
-    add_rank_features(t, rows);
-    guided.first = std::move(t.first);
-    guided.priors = std::move(t.ranks);
+    use_transfer(std::move(t), rows, guided);
   }
   return make_guided_strategy(std::move(rows), options.budget, options.measure.seed, guided);
 }
