@@ -18,8 +18,8 @@
 // each walking the patches in steps of the grid; 2 launches the fewest clusters that take the same number of
 // turns (512 patches on 132 SMs: 128 clusters of 4 rather than 132 of 3 or 4); 0 launches one cluster per
 // patch. The kernel only reads the grid's size: the family's launch expression picks it. Patches are visited
-// in groups of GROUP patch rows (RASTER 0) or columns (RASTER 1), so that neighbouring blocks share A and B
-// in L2.
+// in groups of GROUP patch rows (RASTER 0) or columns (RASTER 1), or along a Hilbert curve over them all
+// (RASTER 2), so that neighbouring blocks share A and B in L2.
 //
 // SCHEDULE 0 (cooperative): the consumers split each tile's rows. SCHEDULE 1 (ping-pong, two consumers):
 // each consumer takes a whole BM x BN tile, the block's tiles going to the two in turn. The producer fills
@@ -375,10 +375,66 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], unsigned long long a, u
   if constexpr (N == 256) wgmma_n256(d, a, b, accumulate);
 }
 
+// The cell at position `d` of a generalised Hilbert curve over a w x h grid of patches (any w and h, not only
+// powers of two): x counts patch columns, y patch rows. The curve is walked from the top: a rectangle with its
+// long side `a` and its short side `b` (vectors from its first cell) is cut in two along `a` when it is much
+// longer than wide, else into three (half of `b` across half of `a`, the whole of `a` over the rest of `b`,
+// and back down the other half), each part a smaller rectangle entered at the corner where the last one
+// ended; `d` descends into the part that holds it. Odd halves are rounded so that each part's path can end
+// next to the following part's start. Consecutive cells are neighbours, except at the odd-sized cuts.
+__device__ __forceinline__ void hilbert_cell(int d, int w, int h, int& x, int& y) {
+  int ax = w, ay = 0, bx = 0, by = h;
+  if (h > w) {
+    ax = 0, ay = h, bx = w, by = 0;
+  }
+  x = 0, y = 0;
+  for (;;) {
+    const int len_a = abs(ax + ay), len_b = abs(bx + by);
+    const int ux = (ax > 0) - (ax < 0), uy = (ay > 0) - (ay < 0);  // unit steps along a and along b
+    const int vx = (bx > 0) - (bx < 0), vy = (by > 0) - (by < 0);
+    if (len_b == 1) {
+      x += ux * d, y += uy * d;
+      return;
+    }
+    if (len_a == 1) {
+      x += vx * d, y += vy * d;
+      return;
+    }
+    int hax = ax / 2, hay = ay / 2, hbx = bx / 2, hby = by / 2;
+    if (2 * len_a > 3 * len_b) {
+      if (abs(hax + hay) % 2 && len_a > 2) hax += ux, hay += uy;
+      const int first = abs(hax + hay) * len_b;
+      if (d < first) {
+        ax = hax, ay = hay;
+      } else {
+        d -= first, x += hax, y += hay, ax -= hax, ay -= hay;
+      }
+      continue;
+    }
+    if (abs(hbx + hby) % 2 && len_b > 2) hbx += vx, hby += vy;
+    const int half_a = abs(hax + hay), half_b = abs(hbx + hby);
+    const int first = half_a * half_b, second = len_a * (len_b - half_b);
+    if (d < first) {
+      ax = hbx, ay = hby, bx = hax, by = hay;
+    } else if (d < first + second) {
+      d -= first, x += hbx, y += hby, bx -= hbx, by -= hby;
+    } else {
+      d -= first + second;
+      x += (ax - ux) + (hbx - vx), y += (ay - uy) + (hby - vy);
+      const int rx = ax - hax, ry = ay - hay;
+      ax = -hbx, ay = -hby, bx = -rx, by = -ry;
+    }
+  }
+}
+
 // The patch of tiles (cm, cn), in units of clusters, that a cluster takes `index`-th: groups of GROUP patch
-// rows walked column by column (RASTER 0), or groups of GROUP patch columns walked row by row (RASTER 1).
+// rows walked column by column (RASTER 0), groups of GROUP patch columns walked row by row (RASTER 1), or
+// the generalised Hilbert curve over all patches (RASTER 2), so that the patches in flight at once form a
+// compact region and share more of A and B in L2.
 __device__ __forceinline__ void patch_of(int index, int patches_m, int patches_n, int& cm, int& cn) {
-#if RASTER == 0
+#if RASTER == 2
+  hilbert_cell(index, patches_n, patches_m, cn, cm);
+#elif RASTER == 0
   const int per_group = GROUP * patches_n;
   const int group = index / per_group;
   const int first = group * GROUP;

@@ -158,7 +158,7 @@ TEST(WgmmaFamilies, LaunchCarriesTheTensorMapsAndTheCluster) {
 
 // PERSISTENT 2 launches the fewest blocks that take as many turns as one per SM (512 tiles of 128 x 256 at
 // 4096^3: 128 blocks of four, not 132), and is pruned where that is the full grid; ping-pong consumers store
-// whole BM-row tiles, and need two consumers on a persistent grid.
+// whole BM-row tiles, and need two consumers on a persistent grid; the Hilbert order takes no GROUP.
 TEST(WgmmaFamilies, BalancedGridAndPingPongLaunches) {
   const DeviceLimits h100 = load_profile("h100");
   for (const char* name : kFamilies) {
@@ -183,12 +183,17 @@ TEST(WgmmaFamilies, BalancedGridAndPingPongLaunches) {
     Params one_shot = pp;
     one_shot["PERSISTENT"] = 0;
     EXPECT_NE(deepest(big, one_shot).reason.find("ping-pong"), std::string::npos) << name;
+    // The Hilbert order walks every patch: a GROUP beside it would be the same kernel twice.
+    EXPECT_NE(deepest(big, with(f, {{"RASTER", 2}, {"GROUP", 8}})).reason.find("Hilbert"), std::string::npos)
+        << name;
+    EXPECT_EQ(deepest(big, with(f, {{"RASTER", 2}, {"GROUP", 1}})).outcome, Outcome::ok) << name;
   }
 }
 
 // NVRTC compiles configurations that cover the template's branches (one and two consumers, cooperative and
-// ping-pong, clusters along either side, the four epilogues, the deepest tiles, every wgmma width) for
-// sm_90a: no spills, the register split of two consumers (168 at entry) and no wgmma serialised by ptxas.
+// ping-pong, clusters along either side, the four epilogues, the deepest tiles, every wgmma width, the
+// Hilbert order) for sm_90a: no spills, the register split of two consumers (168 at entry) and no wgmma
+// serialised by ptxas.
 TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialisedWgmma) {
   const DeviceLimits h100 = load_profile("h100");
   const std::vector<Params> samples = {
@@ -199,6 +204,7 @@ TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialise
       {{"SCHEDULE", 1}, {"BN", 128}, {"EPILOGUE", 1}, {"PERSISTENT", 2}},
       {{"SCHEDULE", 1}, {"BM", 64}, {"EPILOGUE", 0}, {"CLUSTER_N", 2}},
       {{"EPILOGUE", 3}},
+      {{"RASTER", 2}, {"GROUP", 1}, {"CLUSTER_N", 2}, {"PERSISTENT", 2}},
   };
   for (const char* name : kFamilies) {
     const KernelFamily& f = find_family(builtin(), name);
