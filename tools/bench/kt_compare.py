@@ -2,7 +2,8 @@
 """Kernel Tuner's own search strategies, replayed on tiletune's brute-force sweeps.
 
 Each complete sweep of a tiletune database is exported as a Kernel Tuner cache (`tiletune export --format
-kernel_tuner`) and searched by Kernel Tuner's strategies in its simulation mode, one run per strategy and
+kernel_tuner`), and each replay space file (bench/spaces/*.csv) is written as the cache that export gives
+for its sweep; each is searched by Kernel Tuner's strategies in its simulation mode, one run per strategy and
 seed. A run records how many unique configurations it had measured when its best-so-far first came within
 1%, 2% and 5% of the sweep's optimum, and Kernel Tuner's simulated time (stored compile + verification +
 benchmark time of those configurations) at that point. Writes a JSON file and a markdown table.
@@ -22,6 +23,7 @@ import sys
 import time
 import warnings
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 THRESHOLDS = (1, 2, 5)  # percent above the optimum
 DEFAULT_STRATEGIES = ("bayes_opt", "genetic_algorithm", "dual_annealing", "random_sample")
 
@@ -42,6 +44,17 @@ def parse_args(argv):
         default=[],
         help="a Kernel Tuner cache file to search as well "
         "(repeatable), e.g. one written earlier by tiletune export",
+    )
+    p.add_argument(
+        "--space",
+        action="append",
+        default=[],
+        help="a tiletune replay space file (bench/spaces/*.csv) to search as well (repeatable)",
+    )
+    p.add_argument(
+        "--templates",
+        default=os.path.join(ROOT, "kernel_templates"),
+        help="the folder of the families' family.json, whose parameter values a --space cache lists",
     )
     p.add_argument(
         "--strategy",
@@ -68,8 +81,8 @@ def parse_args(argv):
     p.add_argument("--json", default="bench/results/h100-kt-strategies.json", help="results file to write")
     p.add_argument("--markdown", default="bench/results/h100-kt-strategies.md", help="table file to write")
     args = p.parse_args(argv)
-    if not args.db and not args.cache:
-        p.error("give --db (its brute-force sweeps are exported) or --cache FILE, or both")
+    if not args.db and not args.cache and not args.space:
+        p.error("give --db (its brute-force sweeps are exported), --cache FILE or --space FILE")
     return args
 
 
@@ -94,6 +107,96 @@ def export_sweep(tiletune, db, sweep_id, workdir):
     if proc.returncode != 0:
         return None, "%s: exit %d: %s" % (" ".join(cmd), proc.returncode, proc.stderr.strip())
     return path, None
+
+
+def read_space_file(path):
+    """A replay space file as `tiletune replay --write-space` writes it: its name ('FAMILY SIZE [ARGS]
+    DEVICE'), its family, and per runnable configuration (parameters, outcome, median ms, compile ms, measure
+    ms); the plan features that follow are of no use to a cache."""
+    with open(path) as f:
+        lines = [line.rstrip("\r") for line in f.read().split("\n") if line.strip()]
+    magic, family = "# tiletune replay space: ", "# family: "
+    if len(lines) < 4 or not lines[0].startswith(magic) or not lines[1].startswith(family):
+        raise ValueError("%s: not a tiletune replay space file, or one without configurations" % path)
+    header = lines[2].split(",")
+    at = header.index("outcome") if "outcome" in header else 0  # the parameters come before it
+    rows = []
+    for n, line in enumerate(lines[3:], start=4):
+        fields = line.split(",")
+        try:
+            if not at or len(fields) != len(header) or fields[at] not in ("ok", "failed", "compile_failed"):
+                raise ValueError()
+            values = dict(zip(header, (int(v) for v in fields[:at])))
+            rows.append((values, fields[at], *(float(v) for v in fields[at + 1 : at + 4])))
+        except ValueError:
+            raise ValueError("%s: line %d: not a configuration of the header's columns" % (path, n)) from None
+    return lines[0][len(magic) :], lines[1][len(family) :], rows
+
+
+def family_values(family, rows, templates):
+    """Each parameter's values as the exporter lists them: in the order of the family's family.json (the
+    values the configurations hold where there is none), the parameters sorted by name (its std::map)."""
+    path = os.path.join(templates, family, "family.json")
+    description = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            description = json.load(f)
+    parameters = description.get("parameters", {})
+    listed = {k: [v for v in p.get("values", []) if isinstance(v, int)] for k, p in parameters.items()}
+    held = {k: sorted({values[k] for values, *_ in rows}) for k in rows[0][0]}
+    if listed and (set(listed) != set(held) or any(not set(held[k]) <= set(listed[k]) for k in held)):
+        raise ValueError(
+            "%s: the space's parameters and values are not those %s lists: the family changed since the sweep"
+            % (family, path)
+        )
+    return description.get("kernel", family), dict(sorted((listed or held).items()))
+
+
+def space_entry(params, outcome, median_ms, compile_ms, measure_ms):
+    """One cache entry as the exporter writes it: the time of an ok result, else Kernel Tuner's failure name;
+    the compile time; the measuring time as benchmark time, except where nothing compiled to measure."""
+    entry = dict(params)
+    if outcome == "ok":
+        entry["time"] = median_ms
+    else:  # a space file's "failed" is any failure after compiling, which the exporter names so
+        entry["__error__"] = "RuntimeFailedConfig" if outcome == "failed" else "CompilationFailedConfig"
+    entry["compile_time"] = compile_ms
+    if outcome != "compile_failed":
+        entry["verification_time"] = 0
+        entry["benchmark_time"] = measure_ms
+    return entry
+
+
+def write_space_cache(path, templates, workdir):
+    """Writes a replay space file as the Kernel Tuner cache `tiletune export` writes for the sweep it came
+    from. Its configurations are the space, failures too: the pruned ones are in neither file. Returns its
+    path."""
+    name, family, rows = read_space_file(path)
+    if not name.startswith(family + " "):
+        raise ValueError("%s: the space's name %r does not start with its family %s" % (path, name, family))
+    size, _, rest = name[len(family) + 1 :].partition(" ")
+    args, _, device = rest.partition(" ") if "=" in rest.partition(" ")[0] else ("", "", rest)
+    dims = [int(d) for d in size.split("x")]
+    kernel, tune_params = family_values(family, rows, templates)
+    keys = list(tune_params)
+    doc = {
+        "device_name": device,
+        "kernel_name": kernel,
+        "problem_size": dims[0] if len(dims) == 1 else dims,
+        "tune_params_keys": keys,
+        "tune_params": tune_params,
+        "objective": "time",
+        # Unknown to a space file: the template hash, the device's uuid and the sweep's uid.
+        "tiletune": {"family": family, "size": size, "args": args, "pruned": {}},
+        "cache": {},
+    }
+    for values, *result in rows:
+        params = {k: values[k] for k in keys}
+        doc["cache"][",".join(str(v) for v in params.values())] = space_entry(params, *result)
+    out = os.path.join(workdir, "space-%s.json" % os.path.splitext(os.path.basename(path))[0])
+    with open(out, "w") as f:
+        json.dump(doc, f)
+    return out
 
 
 def describe_space(cache_path, workdir):
@@ -328,27 +431,36 @@ def kernel_tuner_version():
 
 
 def prepare_spaces(args):
-    """Exports every sweep asked for and adds the cache files given; one that cannot be used (an export that
-    fails, with tiletune's own message, or a cache without a single time) is recorded as such."""
+    """Exports every sweep asked for, converts the space files and adds the cache files given; one that cannot
+    be used (an export that fails, with tiletune's own message, a malformed space file, or a cache without a
+    single time) is recorded as such."""
     os.makedirs(args.workdir, exist_ok=True)
-    sources = [("sweep %d" % i, i) for i in ((args.sweep or reference_sweeps(args.db)) if args.db else [])]
-    sources += [(path, None) for path in args.cache]
+    sweeps = (args.sweep or reference_sweeps(args.db)) if args.db else []
+    sources = [("sweep %d" % i, {"sweep_id": i}) for i in sweeps]
+    sources += [(path, {}) for path in args.cache]
+    sources += [(path, {"space_file": path}) for path in args.space]
     spaces = []
-    for name, sweep_id in sources:
-        space = {"sweep_id": sweep_id} if sweep_id is not None else {}
-        path, error = (
-            export_sweep(args.tiletune, args.db, sweep_id, args.workdir) if sweep_id else (name, None)
-        )
+    for name, space in sources:
         try:
-            if error:
-                raise ValueError("export failed: " + error)
-            space.update(describe_space(path, args.workdir))
+            space.update(describe_space(cache_of(name, space, args), args.workdir))
         except (OSError, ValueError, KeyError, TypeError) as e:
             text = "not a Kernel Tuner cache: field %s is missing" % e if isinstance(e, KeyError) else str(e)
             space.update(name=name, error=text)
             print("%s: %s" % (name, text), file=sys.stderr)
         spaces.append(space)
     return spaces
+
+
+def cache_of(name, space, args):
+    """The Kernel Tuner cache of a source: the sweep exported, the space file written as one, or the file."""
+    if "sweep_id" in space:
+        path, error = export_sweep(args.tiletune, args.db, space["sweep_id"], args.workdir)
+        if error:
+            raise ValueError("export failed: " + error)
+        return path
+    if "space_file" in space:
+        return write_space_cache(name, args.templates, args.workdir)
+    return name
 
 
 def search_space(space, args, pool):
