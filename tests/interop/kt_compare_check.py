@@ -6,7 +6,10 @@ Imports the committed H100 cache of conv1d_register into a new database, then ru
    configurations of Kernel Tuner's own Searchspace (sorted, as its brute force goes) that get there;
 2. random_sample, genetic_algorithm and dual_annealing: the same seeds give the same records (bayes_opt runs);
 3. a budget of one evaluation: runs that do not get within 1% are recorded as not reaching it, not crashed on;
-4. a sweep that is not in the database: tiletune's export error is recorded, and the other sweep still runs.
+4. a sweep that is not in the database: tiletune's export error is recorded, and the other sweep still runs;
+5. --space: a sweep with a compile and a run failure, written as a space file by `tiletune replay
+   --write-space`, gives the cache `tiletune export` gives (to the space file's 6 digits) and the same runs,
+   and a malformed space file is recorded as such.
 
 Usage: python kt_compare_check.py --tiletune PATH --workdir DIR    (a Python with kernel_tuner installed)
 Exits non-zero with one message on the first mismatch.
@@ -42,10 +45,10 @@ def check(condition, message):
         raise Mismatch(message)
 
 
-def make_db(tiletune, workdir):
-    db = os.path.join(workdir, "ref.db")
+def make_db(tiletune, workdir, cache=CACHE, name="ref.db"):
+    db = os.path.join(workdir, name)
     subprocess.run(
-        [tiletune, "import", "--db", db, "--format", "kernel_tuner", CACHE, "--family", "conv1d_register"],
+        [tiletune, "import", "--db", db, "--format", "kernel_tuner", cache, "--family", "conv1d_register"],
         check=True,
         capture_output=True,
     )
@@ -165,6 +168,76 @@ def check_export_error(tiletune, db, sweep_id, workdir):
     check("export failed" in table, "the table does not show the failed export:\n" + table)
 
 
+def make_failures_space(tiletune, workdir):
+    """The committed cache with one configuration that failed to compile and one that failed to run, imported,
+    and its sweep written as a space file; returns the database, the sweep and the space file."""
+    with open(CACHE) as f:
+        doc = json.load(f)
+    runnable = sorted(k for k, v in doc["cache"].items() if v.get("__error__") != "InvalidConfig")
+    for key, error, dropped in (
+        (runnable[0], "CompilationFailedConfig", ("verification_time", "benchmark_time")),
+        (runnable[1], "RuntimeFailedConfig", ()),
+    ):
+        for field in ("time", "times", "GB/s") + dropped:
+            doc["cache"][key].pop(field, None)
+        doc["cache"][key]["__error__"] = error
+    cache, space = os.path.join(workdir, "failures.json"), os.path.join(workdir, "failures.csv")
+    with open(cache, "w") as f:
+        json.dump(doc, f)
+    db, sweep_id = make_db(tiletune, workdir, cache, "failures.db")
+    cmd = [tiletune, "replay", "--db", db, "--sweep", str(sweep_id), "--write-space", space]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return db, sweep_id, space
+
+
+def near(x, y, tolerance):
+    return x == y or (x is not None and y is not None and abs(x - y) <= tolerance * max(abs(x), 1))
+
+
+def same_entries(exported, written):
+    """The fields Kernel Tuner reads, the times to the 6 significant digits a space file keeps."""
+    fields = ("time", "compile_time", "verification_time", "benchmark_time")
+    read = lambda entry: {f: entry[f] for f in fields + ("__error__",) if f in entry}
+    check(exported.keys() == written.keys(), "the space's cache holds other configurations than the export's")
+    for key in exported:
+        a, b = read(exported[key]), read(written[key])
+        same = a.keys() == b.keys() and a.get("__error__") == b.get("__error__")
+        check(same and all(near(a[f], b[f], 5e-6) for f in fields if f in a), f"{key}: export {a}, space {b}")
+
+
+def same_run(exported, written, strategy):
+    """The same path; the optimum and the simulated seconds as near as the space file's 6 digits allow."""
+    a, b = strip(exported), strip(written)
+    check("error" not in a, f"{strategy} failed: {a}")
+    for key in [k for k in a if k.startswith("simulated_s") or k in ("best_ms", "kt_simulated_s_total")]:
+        x, y = a.pop(key), b.pop(key)
+        check(near(x, y, 1e-5), f"{strategy} seed {a['seed']}: {key} {x} != {y}")
+    check(a == b, f"{strategy}: the space file's run differs from the export's:\n{a}\n{b}")
+
+
+def check_space_file(tiletune, db, sweep_id, workdir):
+    db, sweep_id, space = make_failures_space(tiletune, workdir)
+    bad = os.path.join(workdir, "bad.csv")
+    with open(space) as f, open(bad, "w") as out:
+        out.write("".join(f.readlines()[:4]) + "1,2,ok\n")
+    strategies = ["random_sample", "genetic_algorithm"]
+    extra = ["--space", space, "--space", bad]
+    doc, table = compare(tiletune, db, workdir, "space", [sweep_id], strategies, 2, extra)
+    exported, written, malformed = doc["spaces"]
+    check("line 5" in malformed.get("error", ""), f"a malformed space file is recorded as {malformed}")
+    caches = []
+    for s in (exported, written):
+        check("error" not in s, f"{s.get('name')}: {s.get('error')}")
+        with open(s["cache"]) as f:  # the runnable entries, which Kernel Tuner searches
+            caches.append(json.load(f))
+    for field in ("device_name", "kernel_name", "problem_size", "tune_params_keys", "tune_params"):
+        check(caches[0][field] == caches[1][field], f"{field}: {caches[0][field]} != {caches[1][field]}")
+    same_entries(caches[0]["cache"], caches[1]["cache"])
+    for s in strategies:
+        for a, b in zip(exported["strategies"][s]["runs"], written["strategies"][s]["runs"]):
+            same_run(a, b, s)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tiletune", required=True)
@@ -173,13 +246,14 @@ def main():
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     db, sweep_id = make_db(args.tiletune, args.workdir)
+    steps = (check_brute_force, check_repeatable, check_unreached, check_export_error, check_space_file)
     try:
-        for step in (check_brute_force, check_repeatable, check_unreached, check_export_error):
+        for step in steps:
             step(args.tiletune, db, sweep_id, args.workdir)
     except Mismatch as e:
         print(f"kt_compare_check: {e}", file=sys.stderr)
         return 1
-    print("kt_compare_check: 4 passed, 0 failed")
+    print("kt_compare_check: %d passed, 0 failed" % len(steps))
     return 0
 
 
