@@ -108,6 +108,11 @@ def expected_brute_force(cache_path):
 def check_brute_force(tiletune, db, sweep_id, workdir):
     doc, table = compare(tiletune, db, workdir, "brute", [sweep_id], ["brute_force"], 1)
     space = doc["spaces"][0]
+    versions = doc["libraries"]
+    check(
+        versions["numpy"] and versions["scipy"] and versions["python"].count(".") == 2,
+        f"the library versions the runs depend on are not recorded: {versions}",
+    )
     expected, size = expected_brute_force(space["cache"])
     check(space["runnable"] == size, f"runnable {space['runnable']} != Kernel Tuner's space size {size}")
     run = space["strategies"]["brute_force"]["runs"][0]

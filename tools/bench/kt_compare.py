@@ -430,6 +430,20 @@ def kernel_tuner_version():
     return version("kernel_tuner")
 
 
+def library_versions():
+    """The versions of what the strategies draw from: scipy's optimisers and numpy's generators decide the
+    runs of dual_annealing and others, so a run repeats only under the same ones."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": "%d.%d.%d" % sys.version_info[:3]}
+    for name in ("numpy", "scipy", "scikit-learn"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
 def prepare_spaces(args):
     """Exports every sweep asked for, converts the space files and adds the cache files given; one that cannot
     be used (an export that fails, with tiletune's own message, a malformed space file, or a cache without a
@@ -546,6 +560,7 @@ def main(argv):
     args = parse_args(argv)
     doc = {
         "kernel_tuner_version": kernel_tuner_version(),
+        "libraries": library_versions(),
         "database": args.db,
         "seeds": args.seeds,
         "thresholds_percent": list(THRESHOLDS),
