@@ -93,6 +93,32 @@ std::map<std::string, DeviceLimits> builtin_profiles() {
   return p;
 }
 
+// Each whole-number property of a device with its JSON key, in one order for writing and reading;
+// `in_profile` says whether a device profile file may set it (the others come from a real GPU alone).
+template <typename Device, typename F>
+void each_number(Device& d, F&& f) {
+  f("cc_major", d.cc_major, true);
+  f("cc_minor", d.cc_minor, true);
+  f("sm_count", d.sm_count, true);
+  f("warp_size", d.warp_size, false);
+  f("max_threads_per_block", d.max_threads_per_block, true);
+  f("max_threads_per_sm", d.max_threads_per_sm, true);
+  f("max_blocks_per_sm", d.max_blocks_per_sm, true);
+  f("regs_per_sm", d.regs_per_sm, true);
+  f("regs_per_block", d.regs_per_block, true);
+  f("shared_per_sm", d.shared_per_sm, true);
+  f("shared_per_block", d.shared_per_block, true);
+  f("shared_per_block_optin", d.shared_per_block_optin, true);
+  f("reserved_shared_per_block", d.reserved_shared_per_block, true);
+  f("l2_bytes", d.l2_bytes, true);
+  f("global_memory_bytes", d.global_memory_bytes, true);
+  f("clock_mhz", d.clock_mhz, true);
+  f("memory_clock_mhz", d.memory_clock_mhz, false);
+  f("memory_bus_bits", d.memory_bus_bits, false);
+  f("driver_version", d.driver_version, false);
+  f("runtime_version", d.runtime_version, false);
+}
+
 template <typename T>
 void read_field(const json& j, const char* key, T& out) {
   if (!j.contains(key)) return;
@@ -108,29 +134,10 @@ std::string DeviceLimits::to_json() const {
   json j = {{"name", name},
             {"uuid", uuid},
             {"arch", arch()},
-            {"cc_major", cc_major},
-            {"cc_minor", cc_minor},
-            {"sm_count", sm_count},
-            {"warp_size", warp_size},
-            {"max_threads_per_block", max_threads_per_block},
             {"max_block_dim", {max_block_dim[0], max_block_dim[1], max_block_dim[2]}},
             {"max_grid_dim", {max_grid_dim[0], max_grid_dim[1], max_grid_dim[2]}},
-            {"max_threads_per_sm", max_threads_per_sm},
-            {"max_blocks_per_sm", max_blocks_per_sm},
-            {"regs_per_sm", regs_per_sm},
-            {"regs_per_block", regs_per_block},
-            {"shared_per_sm", shared_per_sm},
-            {"shared_per_block", shared_per_block},
-            {"shared_per_block_optin", shared_per_block_optin},
-            {"reserved_shared_per_block", reserved_shared_per_block},
-            {"l2_bytes", l2_bytes},
-            {"global_memory_bytes", global_memory_bytes},
-            {"clock_mhz", clock_mhz},
-            {"memory_clock_mhz", memory_clock_mhz},
-            {"memory_bus_bits", memory_bus_bits},
-            {"driver_version", driver_version},
-            {"runtime_version", runtime_version},
             {"is_profile", is_profile}};
+  each_number(*this, [&](const char* key, const auto& value, bool) { j[key] = value; });
   if (is_profile) j["profile"] = profile;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -144,31 +151,11 @@ DeviceRecord DeviceLimits::record() const {
 DeviceLimits device_from_json(const std::string& text) {
   const json j = json::parse(text);
   DeviceLimits d;
-  const auto number = [&](const char* key, auto& out) {
-    out = whole_number<std::remove_reference_t<decltype(out)>>(j.at(key), key);
-  };
   d.name = j.at("name").get<std::string>();
   d.uuid = j.at("uuid").get<std::string>();
-  number("cc_major", d.cc_major);
-  number("cc_minor", d.cc_minor);
-  number("sm_count", d.sm_count);
-  number("warp_size", d.warp_size);
-  number("max_threads_per_block", d.max_threads_per_block);
-  number("max_threads_per_sm", d.max_threads_per_sm);
-  number("max_blocks_per_sm", d.max_blocks_per_sm);
-  number("regs_per_sm", d.regs_per_sm);
-  number("regs_per_block", d.regs_per_block);
-  number("shared_per_sm", d.shared_per_sm);
-  number("shared_per_block", d.shared_per_block);
-  number("shared_per_block_optin", d.shared_per_block_optin);
-  number("reserved_shared_per_block", d.reserved_shared_per_block);
-  number("l2_bytes", d.l2_bytes);
-  number("global_memory_bytes", d.global_memory_bytes);
-  number("clock_mhz", d.clock_mhz);
-  number("memory_clock_mhz", d.memory_clock_mhz);
-  number("memory_bus_bits", d.memory_bus_bits);
-  number("driver_version", d.driver_version);
-  number("runtime_version", d.runtime_version);
+  each_number(d, [&](const char* key, auto& out, bool) {
+    out = whole_number<std::remove_reference_t<decltype(out)>>(j.at(key), key);
+  });
   for (int k = 0; k < 3; ++k) {
     d.max_block_dim[k] = whole_number<int>(j.at("max_block_dim").at(k), "max_block_dim");
     d.max_grid_dim[k] = whole_number<long long>(j.at("max_grid_dim").at(k), "max_grid_dim");
@@ -233,27 +220,13 @@ DeviceLimits profile_base(const std::string& name_or_path, const json& j, const 
 void read_profile_fields(const std::string& name_or_path, const json& j, DeviceLimits& d) {
   const char* field = "";
   try {
-    auto number = [&](const char* key, auto& out) {
-      field = key;
-      read_field(j, key, out);
-    };
     field = "name";
     read_field(j, "name", d.name);
-    number("cc_major", d.cc_major);
-    number("cc_minor", d.cc_minor);
-    number("sm_count", d.sm_count);
-    number("max_threads_per_block", d.max_threads_per_block);
-    number("max_threads_per_sm", d.max_threads_per_sm);
-    number("max_blocks_per_sm", d.max_blocks_per_sm);
-    number("regs_per_sm", d.regs_per_sm);
-    number("regs_per_block", d.regs_per_block);
-    number("shared_per_sm", d.shared_per_sm);
-    number("shared_per_block", d.shared_per_block);
-    number("shared_per_block_optin", d.shared_per_block_optin);
-    number("reserved_shared_per_block", d.reserved_shared_per_block);
-    number("l2_bytes", d.l2_bytes);
-    number("global_memory_bytes", d.global_memory_bytes);
-    number("clock_mhz", d.clock_mhz);
+    each_number(d, [&](const char* key, auto& out, bool in_profile) {
+      if (!in_profile) return;
+      field = key;
+      read_field(j, key, out);
+    });
   } catch (const json::exception& e) {
     profile_error(name_or_path, std::string("field '") + field + "' has the wrong type");
   }
