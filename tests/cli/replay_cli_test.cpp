@@ -2,6 +2,8 @@
 // bad input.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
@@ -15,6 +17,29 @@ using tiletune::test::tiletune_cmd;
 namespace {
 
 std::string space(const std::string& name) { return (tiletune::test::spaces_dir() / name).string(); }
+
+// A family of the user's own (gemm_tiled under another name in kernels/), and one sweep of it imported from a
+// Kernel Tuner cache: an ok result, a compile failure and a run failure.
+void own_family_sweep(const TempDir& dir) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir.path / "kernels");
+  fs::copy(tiletune::test::templates_dir() / "gemm_tiled", dir.path / "kernels" / "my_gemm");
+  const fs::path family = dir.path / "kernels" / "my_gemm" / "family.json";
+  nlohmann::json f = nlohmann::json::parse(read_bytes(family));
+  f["name"] = "my_gemm";
+  std::ofstream(family, std::ios::trunc) << f.dump();
+  std::ofstream(dir.path / "cache.json")
+      << R"({"device_name": "NVIDIA H100 80GB HBM3", "kernel_name": "my_gemm",
+"problem_size": [1000, 1000, 1000], "tune_params_keys": ["TILE_WIDTH", "BLOCK_Y", "TILE_K"],
+"tune_params": {"TILE_WIDTH": [16, 32], "BLOCK_Y": [16, 32], "TILE_K": [16, 32]}, "objective": "time", "cache": {
+"16,16,16": {"TILE_WIDTH": 16, "BLOCK_Y": 16, "TILE_K": 16, "time": 0.5, "times": [0.5, 0.5, 0.5], "compile_time": 120, "verification_time": 0, "benchmark_time": 10},
+"32,16,32": {"TILE_WIDTH": 32, "BLOCK_Y": 16, "TILE_K": 32, "time": 0.4, "times": [0.4, 0.4, 0.4], "compile_time": 100, "verification_time": 0, "benchmark_time": 9},
+"16,32,16": {"TILE_WIDTH": 16, "BLOCK_Y": 32, "TILE_K": 16, "__error__": "CompilationFailedConfig", "compile_time": 50, "verification_time": 0, "benchmark_time": 0}}}
+)";
+  const CmdResult r =
+      tiletune_cmd("import --format kernel_tuner cache.json --family my_gemm --templates kernels", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+}
 
 }  // namespace
 
@@ -70,4 +95,20 @@ TEST(ReplayCli, BadInputGivesOneLine) {
     EXPECT_EQ(lines(r.err), 1) << c.args << ": " << r.err;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
   }
+}
+
+TEST(ReplayCli, WriteSpaceTakesPlanFeaturesOfAFamilyUnderTemplates) {
+  TempDir dir;
+  own_family_sweep(dir);
+  // Without --templates the family is unknown: the space is written without plan features, saying why.
+  CmdResult r = tiletune_cmd("replay --sweep 1 --write-space bare.csv", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("no plan features"), std::string::npos) << r.err;
+  EXPECT_EQ(read_bytes(dir.path / "bare.csv").find(",threads,"), std::string::npos);
+  r = tiletune_cmd("replay --sweep 1 --write-space planned.csv --templates kernels", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string planned = read_bytes(dir.path / "planned.csv");
+  EXPECT_NE(planned.find(",threads,log2_blocks,"), std::string::npos) << planned;
+  EXPECT_EQ(lines(planned), 3 + 3) << planned;  // two comment lines, the header, the three configurations
 }

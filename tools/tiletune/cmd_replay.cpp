@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -26,13 +27,17 @@ struct ReplayArgs {
   std::vector<std::string> space_files;
   std::string write_space;
   std::vector<std::string> transfer_files;
+  std::vector<std::string> templates;  // extra family folders, for the plan features of a family not built in
 };
 
-// The plan features of a stored sweep's points, from the built-in family and the device's profile; a note
-// on stderr says why where they cannot be had (a family that is not built in, a device without a profile).
-void try_plan_features(ReplaySpace& space, const SweepInfo& info) {
+// The plan features of a stored sweep's points, from its family (built in or under --templates) and the
+// device's profile; a note on stderr says why where they cannot be had (an unknown family, a device without
+// a profile).
+void try_plan_features(ReplaySpace& space, const SweepInfo& info, const std::vector<std::string>& templates) {
   try {
-    const auto families = load_families({builtin_templates_dir()});
+    std::vector<std::filesystem::path> roots = {builtin_templates_dir()};
+    roots.insert(roots.end(), templates.begin(), templates.end());
+    const auto families = load_families(roots);
     const KernelFamily& family = find_family(families, info.family);
     for (const auto& name : profile_names()) {
       const DeviceLimits device = load_profile(name);
@@ -55,7 +60,7 @@ std::vector<ReplaySpace> load_spaces(const ReplayArgs& a) {
     const Store store = Store::open(a.db, Store::Mode::read_only);
     for (std::int64_t id : a.sweeps) {
       spaces.push_back(replay_space_from_store(store, id));
-      try_plan_features(spaces.back(), *store.sweep(id));
+      try_plan_features(spaces.back(), *store.sweep(id), a.templates);
     }
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("replay: ") + e.what());
@@ -171,6 +176,9 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "a space file (bench/spaces/*.csv) to replay (repeatable)")(
       "write-space", po::value(&a.write_space),
       "write the sweep's space to this CSV file instead of replaying")(
+      "templates", po::value(&a.templates)->composing(),
+      "extra folder of kernel families, for the plan features of a sweep of a family not built in "
+      "(repeatable)")(
       "transfer", po::value(&a.transfer_files)->composing(),
       "guided starts from this space file of the same family at another size or device (repeatable)")(
       "no-plan-features", "guided: leave the plan features out of the model (an ablation)")(
