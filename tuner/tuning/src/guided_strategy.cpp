@@ -244,17 +244,29 @@ class GuidedStrategy : public Strategy {
     std::vector<float> y;
     for (std::size_t i : rows)
       y.push_back(static_cast<float>(std::isfinite(*times[i]) ? std::log(*times[i]) : worst + std::log(2.0)));
-    width_ = features(rows.front()).size();
+    plan_hidden_ = options_.plan_count > 0 && rows.size() < options_.plan_after;
+    width_ = features(rows.front()).size() - (plan_hidden_ ? options_.plan_count : 0);
     model_.fit(rows_of(rows), width_, y);
     fit_rows_ = std::move(rows);
     fit_y_ = std::move(y);
     return true;
   }
 
+  // The rows the model sees, one after the other: each candidate's features, less the plan features while
+  // they are hidden.
   std::vector<float> rows_of(const std::vector<std::size_t>& which) const {
     std::vector<float> x;
     x.reserve(which.size() * width_);
-    for (std::size_t i : which) x.insert(x.end(), features(i).begin(), features(i).end());
+    for (std::size_t i : which) {
+      const std::vector<float>& f = features(i);
+      if (!plan_hidden_) {
+        x.insert(x.end(), f.begin(), f.end());
+        continue;
+      }
+      const auto plan = f.begin() + static_cast<std::ptrdiff_t>(options_.plan_begin);
+      x.insert(x.end(), f.begin(), plan);
+      x.insert(x.end(), plan + static_cast<std::ptrdiff_t>(options_.plan_count), f.end());
+    }
     return x;
   }
 
@@ -262,6 +274,7 @@ class GuidedStrategy : public Strategy {
   GuidedOptions options_;
   BoostedTrees model_;
   std::size_t width_ = 0;
+  bool plan_hidden_ = false;  // the last fit left the plan features out (GuidedOptions::plan_after)
   std::vector<std::size_t> batch_;
   std::vector<std::size_t> tail_;      // the most promising after the batch, as the last fit ranked them
   std::size_t ahead_ = 0;              // the tail's length: options_.ahead, or what the budget leaves

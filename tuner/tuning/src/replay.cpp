@@ -69,10 +69,13 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
   if (!find_strategy(name).reads_history)
     return make_strategies(name, family, params, options.budget, seed, options.lanes);
   auto rows = parameter_features(family, params);
-  if (options.plan_features && !space.plan_names.empty())
+  GuidedOptions guided;
+  if (options.plan_features && !space.plan_names.empty()) {
+    guided.plan_begin = family.parameters.size();
+    guided.plan_count = space.plan_names.size();
     for (std::size_t i = 0; i < rows.size(); ++i)
       rows[i].insert(rows[i].end(), space.points[i].plan.begin(), space.points[i].plan.end());
-  GuidedOptions guided;
+  }
   guided.refit_when_idle = options.refit_when_idle;
   if (!options.transfer.empty()) {
     use_transfer(transfer_from(options.transfer, params), rows, guided);

@@ -25,6 +25,8 @@ std::unique_ptr<Strategy> guided_walker(const KernelFamily& family, const Device
     rows[i].insert(rows[i].end(), plan.begin(), plan.end());
   }
   GuidedOptions guided;
+  guided.plan_begin = family.parameters.size();
+  guided.plan_count = plan_feature_names().size();
   Transfer t = transfer_from(prior_sweeps(store, family.name, sweep_id), params);
   if (!t.line.empty()) {
     out << t.line << "\n";
