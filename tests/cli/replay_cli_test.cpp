@@ -19,7 +19,7 @@ namespace {
 std::string space(const std::string& name) { return (tiletune::test::spaces_dir() / name).string(); }
 
 // A family of the user's own (gemm_tiled under another name in kernels/), and one sweep of it imported from a
-// Kernel Tuner cache: an ok result, a compile failure and a run failure.
+// Kernel Tuner cache: two ok results and a compile failure.
 void own_family_sweep(const TempDir& dir) {
   namespace fs = std::filesystem;
   fs::create_directories(dir.path / "kernels");

@@ -169,9 +169,11 @@ void write_file_replacing(const std::filesystem::path& path, const std::string& 
   }
 }
 
-std::vector<KernelFamily> families(const Common& c) {
+std::vector<KernelFamily> families(const Common& c) { return families(c.templates); }
+
+std::vector<KernelFamily> families(const std::vector<std::string>& templates) {
   std::vector<std::filesystem::path> roots = {builtin_templates_dir()};
-  for (const auto& t : c.templates) roots.emplace_back(t);
+  for (const auto& t : templates) roots.emplace_back(t);
   return load_families(roots);
 }
 

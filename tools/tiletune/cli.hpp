@@ -50,6 +50,8 @@ bool parse(const std::string& command, const std::string& synopsis, po::options_
            const std::vector<std::string>& argv, po::positional_options_description* positional = nullptr);
 
 std::vector<KernelFamily> families(const Common& c);
+// The built-in families and those under the extra `templates` folders.
+std::vector<KernelFamily> families(const std::vector<std::string>& templates);
 // "1000x1000x1000"; each dimension may be written 2^28.
 std::vector<std::int64_t> parse_size(const std::string& text);
 std::map<std::string, std::int64_t> parse_args(const std::vector<std::string>& args);

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -35,10 +34,8 @@ struct ReplayArgs {
 // a profile).
 void try_plan_features(ReplaySpace& space, const SweepInfo& info, const std::vector<std::string>& templates) {
   try {
-    std::vector<std::filesystem::path> roots = {builtin_templates_dir()};
-    roots.insert(roots.end(), templates.begin(), templates.end());
-    const auto families = load_families(roots);
-    const KernelFamily& family = find_family(families, info.family);
+    const auto known = families(templates);
+    const KernelFamily& family = find_family(known, info.family);
     for (const auto& name : profile_names()) {
       const DeviceLimits device = load_profile(name);
       if (device.name != info.device.name) continue;

@@ -244,13 +244,16 @@ class GuidedStrategy : public Strategy {
     std::vector<float> y;
     for (std::size_t i : rows)
       y.push_back(static_cast<float>(std::isfinite(*times[i]) ? std::log(*times[i]) : worst + std::log(2.0)));
-    plan_hidden_ = options_.plan_count > 0 && rows.size() < options_.plan_after;
-    width_ = features(rows.front()).size() - (plan_hidden_ ? options_.plan_count : 0);
-    model_.fit(rows_of(rows), width_, y);
     fit_rows_ = std::move(rows);
     fit_y_ = std::move(y);
+    width_ = features(fit_rows_.front()).size() - (plan_hidden() ? options_.plan_count : 0);
+    model_.fit(rows_of(fit_rows_), width_, fit_y_);
     return true;
   }
+
+  // Whether the model leaves the plan features out: the last fit learnt from fewer than
+  // GuidedOptions::plan_after measurements.
+  bool plan_hidden() const { return options_.plan_count > 0 && fit_rows_.size() < options_.plan_after; }
 
   // The rows the model sees, one after the other: each candidate's features, less the plan features while
   // they are hidden.
@@ -259,7 +262,7 @@ class GuidedStrategy : public Strategy {
     x.reserve(which.size() * width_);
     for (std::size_t i : which) {
       const std::vector<float>& f = features(i);
-      if (!plan_hidden_) {
+      if (!plan_hidden()) {
         x.insert(x.end(), f.begin(), f.end());
         continue;
       }
@@ -274,12 +277,11 @@ class GuidedStrategy : public Strategy {
   GuidedOptions options_;
   BoostedTrees model_;
   std::size_t width_ = 0;
-  bool plan_hidden_ = false;  // the last fit left the plan features out (GuidedOptions::plan_after)
   std::vector<std::size_t> batch_;
   std::vector<std::size_t> tail_;      // the most promising after the batch, as the last fit ranked them
   std::size_t ahead_ = 0;              // the tail's length: options_.ahead, or what the budget leaves
   std::size_t first_pos_ = 0;          // how far options_.first was dealt
-  std::vector<std::size_t> fit_rows_;  // what the last fit learnt from, for its resamples
+  std::vector<std::size_t> fit_rows_;  // what the last fit learnt from, for its resamples and plan_hidden()
   std::vector<float> fit_y_;
   std::size_t full_picks_ = 1;  // a batch's picks by the full model before the resamples take turns
   std::function<bool(std::size_t)> compiled_;  // the sweep's probe: candidate i's CUBIN is ready
