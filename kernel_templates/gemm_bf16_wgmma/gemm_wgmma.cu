@@ -35,14 +35,6 @@
 // so a deeper ring), 3 is 2 written with stmatrix (16-bit outputs). C's rows must then be 16-byte aligned
 // (N * sizeof(output) a multiple of 16), or the tensor map is pruned.
 //
-// STREAM_K (a persistent grid of one block per SM, cooperative consumers, no cluster) splits the tiles of the
-// last turn along K, where too few are left to fill every SM: 1 splits the tiles beyond the last full turn, 2
-// those of the last full turn too. Their k-tiles, laid end to end, are dealt out in equal shares, one to each
-// block, after its whole tiles. A tile cut between blocks is summed by the piece that finishes last: the others
-// leave their FP32 partial sums in a workspace, and it adds them in K order (the same sum whatever the order
-// they finish in) before its epilogue stores C. Nobody waits on a piece that has not started, so a grid larger
-// than the GPU's room cannot hang. The workspace and the counters are the module's own: one launch at a time.
-//
 // B_KN = 1 (16-bit inputs only) takes B as K x N, row-major (C = A B, the layout of the seeds' GEMM): TMA
 // reads B's rows as they are stored, 64 columns (128 bytes) of BK rows at a time, into N-major 128-byte
 // swizzled atoms, and the wgmmas read B transposed (imm-trans-b). B's rows must be 16-byte aligned (N a
@@ -90,10 +82,6 @@
 
 #ifndef B_KN
 #define B_KN 0
-#endif
-
-#ifndef STREAM_K
-#define STREAM_K 0
 #endif
 
 #if GEMM_TYPE != 2
@@ -171,9 +159,6 @@ static_assert(STAGES >= 2, "at least two stages");
 static_assert(EPILOGUE >= 0 && EPILOGUE <= 3, "EPILOGUE is 0, 1, 2 or 3");
 static_assert(EPILOGUE != 3 || GEMM_TYPE != 2, "stmatrix (EPILOGUE 3) stores 16-bit outputs");
 static_assert(!B_KN || (GEMM_TYPE != 2 && BN % 64 == 0), "B as K x N: 16-bit inputs, whole 64-column atoms");
-static_assert(STREAM_K >= 0 && STREAM_K <= 2, "STREAM_K is 0, 1 or 2");
-static_assert(!STREAM_K || (PERSISTENT == 1 && SCHEDULE == 0 && CLUSTER == 1),
-              "stream-K: a persistent grid of cooperative consumers, no cluster");
 
 // The kernel's view of a CUtensorMap: 128 opaque bytes, 64-byte aligned, passed as a __grid_constant__.
 struct __align__(64) TensorMap {
@@ -468,65 +453,6 @@ __device__ __forceinline__ void patch_of(int index, int patches_m, int patches_n
 #endif
 }
 
-// Stream-K's deal: `units` k-tiles laid end to end over `blocks` blocks, block b taking [share(b), share(b + 1)).
-// 32-bit: the family keeps units * blocks below 2^32.
-struct Deal {
-  unsigned units, blocks;
-  __device__ unsigned share(unsigned b) const { return units * b / blocks; }
-  // The block whose share holds unit u (the last of those whose share starts at or before it).
-  __device__ unsigned owner(unsigned u) const { return ((u + 1) * blocks - 1) / units; }
-};
-
-// One item of work: patch `patch`, k-tiles [kb, ke).
-struct Work {
-  int patch, kb, ke;
-};
-
-// A block's work (a consumer's in ping-pong) in order: whole patches `next`, `next + stride`, ... below
-// `whole`; then, with STREAM_K, its share of the k-tiles of the patches from `whole` on, starting from the
-// first patch that begins inside it and ending with the piece that ends a patch begun by the block before.
-// So every block starts its patches' k-tiles at 0 at the same time, and ends the cut ones it finishes at
-// the same time, a fixed distance behind: the blocks read the same few k-tiles of A and B at once (one
-// copy in L2 serves them all), and the piece that finishes a cut patch is the last to arrive at it.
-struct Walk {
-  int next, stride, whole, k_tiles;
-  Deal deal;
-  unsigned u, u_end, wrap, wrap_end;  // what is left of this block's share: [u, u_end), then [wrap, wrap_end)
-
-  __device__ Walk(int first, int step, int patches, int k, int block, int blocks)
-      : next(first), stride(step), whole(patches), k_tiles(k) {
-#if STREAM_K
-    // 1: the patches beyond the last full turn of the grid; 2: those of the last full turn too.
-    whole = max(patches / blocks - (STREAM_K == 2 ? 1 : 0), 0) * blocks;
-    deal = Deal{static_cast<unsigned>(patches - whole) * k, static_cast<unsigned>(blocks)};
-    const unsigned begin = deal.share(block), end = deal.share(block + 1);
-    const unsigned first_start = min(end, (begin + k - 1) / k * k);  // the first patch that begins in the share
-    u = first_start, u_end = end, wrap = begin, wrap_end = first_start;
-#else
-    deal = Deal{0, static_cast<unsigned>(blocks)};
-    u = u_end = wrap = wrap_end = 0;
-#endif
-  }
-
-  __device__ bool advance(Work& w) {
-    if (next < whole) {
-      w = Work{next, 0, k_tiles};
-      next += stride;
-      return true;
-    }
-    if (!STREAM_K) return false;
-    if (u >= u_end) {
-      if (wrap >= wrap_end) return false;
-      u = wrap, u_end = wrap_end, wrap = wrap_end;
-    }
-    w.patch = whole + static_cast<int>(u / k_tiles);
-    w.kb = static_cast<int>(u % k_tiles);
-    w.ke = min(k_tiles, w.kb + static_cast<int>(u_end - u));
-    u += w.ke - w.kb;
-    return true;
-  }
-};
-
 __device__ __forceinline__ void store_pair(c_t* p, float a, float b) {
 #if GEMM_TYPE == 0
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
@@ -611,96 +537,6 @@ __device__ __forceinline__ void stage_column_block(unsigned buffer, const float 
   }
 }
 
-#if STREAM_K
-constexpr int SK_MAX_BLOCKS = 160;
-constexpr int SK_THREADS = CONSUMERS * 128;
-// Per stream-K patch: its pieces arrived (low 16 bits) and their partial sums written (high 16 bits). The piece
-// that arrives last sets it back to zero, as it was when the module was loaded.
-__device__ unsigned sk_counters[2 * SK_MAX_BLOCKS];
-// Two slots of partial sums per block, for its first piece and its last, each a tile of FP32 values in the
-// consumers' register order: quad q of consumer thread c at q * SK_THREADS + c (each warp's stores contiguous).
-__device__ float4 sk_partials[2 * SK_MAX_BLOCKS][BM * BN / 4];
-
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-// A named barrier that also returns whether any of its threads gave true.
-__device__ __forceinline__ bool named_sync_or(unsigned id, unsigned threads, bool v) {
-  unsigned r;
-  asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, %2, %3, q;\nselp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(r)
-               : "r"(static_cast<unsigned>(v)), "r"(id), "r"(threads)
-               : "memory");
-  return r != 0;
-}
-__device__ __forceinline__ void store_partial(float4* slot, const float (&acc)[M_ITERS][BN / 2], int c) {
-#pragma unroll
-  for (int mi = 0; mi < M_ITERS; ++mi)
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-      __stcg(slot + (mi * (BN / 8) + j) * SK_THREADS + c,
-             make_float4(acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3]));
-}
-__device__ __forceinline__ void add_partial(float (&acc)[M_ITERS][BN / 2], const float4* slot, int c) {
-#pragma unroll
-  for (int mi = 0; mi < M_ITERS; ++mi)
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const float4 v = __ldcg(slot + (mi * (BN / 8) + j) * SK_THREADS + c);
-      acc[mi][4 * j] += v.x, acc[mi][4 * j + 1] += v.y, acc[mi][4 * j + 2] += v.z, acc[mi][4 * j + 3] += v.w;
-    }
-}
-
-// A stream-K piece `w` of a patch cut between blocks, its sums in `acc` (consumer thread c of `block`). Returns
-// whether this piece arrived last and so holds the patch's whole sum, to store: the others leave theirs in
-// their slot and return false. With two pieces the last adds the other's to its own (a + b is b + a); with
-// more it leaves its own too and adds them all from zero in K order, so C does not depend on who was last.
-__device__ bool sum_pieces(float (&acc)[M_ITERS][BN / 2], const Work& w, const Walk& walk, int block, int c) {
-  const Deal& deal = walk.deal;
-  const unsigned t0 = static_cast<unsigned>(w.patch - walk.whole) * walk.k_tiles, t1 = t0 + walk.k_tiles;
-  // Block b's slot for this patch: 0 where its share starts inside it (its first piece), else 1 (its last).
-  const auto slot = [&](unsigned b) { return sk_partials[2 * b + (deal.share(b) >= t0 ? 0 : 1)]; };
-  const unsigned first = deal.owner(t0), last = deal.owner(t1 - 1);
-  unsigned pieces = 0;
-  for (unsigned u = t0; u < t1; u = deal.share(deal.owner(u) + 1)) ++pieces;
-  unsigned* counter = sk_counters + (w.patch - walk.whole);
-  bool arrived_last = false;
-  if (c == 0) arrived_last = (atomicAdd(counter, 1u) & 0xFFFFu) == pieces - 1;
-  arrived_last = named_sync_or(5, SK_THREADS, arrived_last);
-  if (!arrived_last || pieces > 2) store_partial(slot(block), acc, c);
-  if (!arrived_last) {
-    named_sync(5, SK_THREADS);
-    if (c == 0) {
-      __threadfence();  // every consumer thread's partial sums, ordered by the barrier, before the count
-      atomicAdd(counter, 1u << 16);
-    }
-    return false;
-  }
-  if (c == 0) {
-    while ((ld_acquire(counter) >> 16) != pieces - 1) {
-    }
-    *counter = 0;  // every other piece is done with it
-  }
-  named_sync(5, SK_THREADS);
-  if (pieces == 2) {
-    add_partial(acc, slot(first == static_cast<unsigned>(block) ? last : first), c);
-    return true;
-  }
-#pragma unroll
-  for (int mi = 0; mi < M_ITERS; ++mi)
-#pragma unroll
-    for (int j = 0; j < BN / 2; ++j) acc[mi][j] = 0.0f;
-  for (unsigned u = t0; u < t1;) {
-    const unsigned b = deal.owner(u);
-    add_partial(acc, slot(b), c);
-    u = deal.share(b + 1);
-  }
-  return true;
-}
-#endif
-
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma(const ab_t* A, const ab_t* B, c_t* C, const __grid_constant__ TensorMap tma_a,
                const __grid_constant__ TensorMap tma_b, const __grid_constant__ TensorMap tma_c, int M, int N,
@@ -740,9 +576,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const int patches = patches_m * patches_n;
   const int k_tiles = (K + BK - 1) / BK;
   const int cluster_id = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
-#if STREAM_K
-  if (clusters > SK_MAX_BLOCKS) __trap();  // more blocks than the workspace has slots for (the family prunes it)
-#endif
 
   if (warpgroup == 0) {
     // The producer: one thread issues every load.
@@ -756,12 +589,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       unsigned short row_mask = 0, col_mask = 0;
       for (int j = 0; j < CLUSTER_N; ++j) row_mask |= 1u << (rank_m * CLUSTER_N + j);
       for (int i = 0; i < CLUSTER_M; ++i) col_mask |= 1u << (i * CLUSTER_N + rank_n);
-      Walk walk(cluster_id, clusters, patches, k_tiles, cluster_id, clusters);
-      for (Work w; walk.advance(w);) {
+      for (int patch = cluster_id; patch < patches; patch += clusters) {
         int cm, cn;
-        patch_of(w.patch, patches_m, patches_n, cm, cn);
+        patch_of(patch, patches_m, patches_n, cm, cn);
         const int m0 = (cm * CLUSTER_M + rank_m) * BM, n0 = (cn * CLUSTER_N + rank_n) * BN;
-        for (int kt = w.kb; kt < w.ke; ++kt) {
+        for (int kt = 0; kt < k_tiles; ++kt) {
           // Fresh barriers are in phase 0: waiting on parity 1 passes at once, so the first STAGES loads go.
           if (CLUSTER > 1)
             mbar_wait_cluster(empty_bar + 8 * stage, phase ^ 1);
@@ -824,9 +656,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     // The block's tiles go to its consumers in turn (ping-pong), or each to all of them (cooperative).
     if (SCHEDULE) skip(wg * k_tiles);
     const int first = cluster_id + (SCHEDULE ? wg : 0) * clusters;
-    Walk walk(first, TURNS * clusters, patches, k_tiles, cluster_id, clusters);
-    for (Work w; walk.advance(w);) {
-      const int patch = w.patch;
+    for (int patch = first; patch < patches; patch += TURNS * clusters) {
       int cm, cn;
       patch_of(patch, patches_m, patches_n, cm, cn);
       const int m0 = (cm * CLUSTER_M + rank_m) * BM, n0 = (cn * CLUSTER_N + rank_n) * BN;
@@ -835,7 +665,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       // barrier a consumer waits on has completed its previous phase: a parity wait cannot pass early.
       if (SCHEDULE && (wg == 1 || patch != first)) named_sync(3 + wg, 256);
       int previous = -1;
-      for (int kt = w.kb; kt < w.ke; ++kt) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
         mbar_wait(full_bar + 8 * stage, phase);
         wgmma_fence();
 #pragma unroll
@@ -847,7 +677,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             for (int mi = 0; mi < M_ITERS; ++mi) {
               const unsigned long long da = smem_desc(sA + stage * A_STAGE_BYTES + a * A_ATOM_BYTES +
                                                       (row0 + mi * 64) * 128 + ks * MMA_K * AB_BYTES);
-              wgmma<BN>(acc[mi], da, db, ((kt - w.kb) | a | ks) != 0);
+              wgmma<BN>(acc[mi], da, db, (kt | a | ks) != 0);
             }
           }
         }
@@ -866,9 +696,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       wgmma_wait<0>();
       if (previous >= 0) release(previous);
       if (SCHEDULE) skip((TURNS - 1) * k_tiles);  // the other consumer's next tile
-#if STREAM_K
-      if ((w.kb > 0 || w.ke < k_tiles) && !sum_pieces(acc, w, walk, cluster_id, wg * 128 + t)) continue;
-#endif
 
       // Thread t holds, for each m64 slice mi and each 8 columns j, rows r and r + 8 (r = 16 warp + lane / 4)
       // at columns 8 j + 2 (lane % 4) and the next: acc[mi][4 j + 2 h + {0, 1}] for row r + 8 h.
