@@ -125,6 +125,69 @@ TEST(Transfer, FollowsTheEarlierSweepThatAgreesWithWhatIsMeasured) {
   EXPECT_GE(among(batch(), [](std::size_t i) { return i < 10; }), 7) << "the one the times agree with";
 }
 
+namespace {
+
+// 400 candidates in batches of 8, and a prior that orders them the other way round from `ms` (candidate i
+// takes ms(i) on the new size, ms rising with i). Returns, for each of the first two batches, how many of its
+// picks lie among the prior's 40 first, and the strategy's remarks after each.
+struct TwoBatches {
+  long first, second;
+  std::string remarks_first, remarks_second;
+};
+TwoBatches against_the_prior(double (*ms)(std::size_t)) {
+  constexpr std::size_t n = 400;
+  std::vector<std::vector<float>> rows;
+  std::vector<float> reversed;
+  for (std::size_t i = 0; i < n; ++i) {
+    rows.push_back({static_cast<float>(i % 7), 1.0f - static_cast<float>(i) / n});
+    reversed.push_back(1.0f - static_cast<float>(i) / n);
+  }
+  GuidedOptions o;
+  o.initial = 100;  // a start that would follow the prior for a dozen batches
+  o.priors = {reversed};
+  auto strategy = make_guided_strategy(rows, 0, 5, o);
+  std::vector<std::optional<double>> times(n);
+  const auto batch = [&] {
+    std::vector<std::size_t> picks;
+    for (int k = 0; k < 8; ++k) {
+      picks.push_back(*strategy->next(times));
+      times[picks.back()] = ms(picks.back());
+    }
+    return static_cast<long>(
+        std::count_if(picks.begin(), picks.end(), [](std::size_t i) { return i >= n - 40; }));
+  };
+  TwoBatches out;
+  out.first = batch();
+  out.remarks_first = strategy->remarks();
+  out.second = batch();
+  out.remarks_second = strategy->remarks();
+  return out;
+}
+
+}  // namespace
+
+// The only earlier sweep orders the space the other way round: once its first picks are measured, the start
+// drops it and draws at random instead of walking on down its order.
+TEST(Transfer, DropsEarlierSweepsThatOrderWhatIsMeasuredUnlikeThisSpace) {
+  const TwoBatches b = against_the_prior([](std::size_t i) { return std::exp(static_cast<double>(i) / 20); });
+  EXPECT_GE(b.first, 7) << "the prior's first picks";
+  EXPECT_EQ(b.remarks_first, "");
+  EXPECT_LE(b.second, 3) << "still following a prior that the times contradict";
+  EXPECT_EQ(b.remarks_second,
+            "guided: the earlier sweeps order the 8 measured configurations unlike this "
+            "problem (rank correlation -1.00 at best): transfer dropped after 8 "
+            "measurements");
+}
+
+// The same order against the prior, but the prior's picks all within 1% of each other (sizes whose best
+// configurations agree): their order is noise, and the transfer is kept.
+TEST(Transfer, KeepsEarlierSweepsWhosePicksAreAllAboutAsFast) {
+  const TwoBatches b = against_the_prior([](std::size_t i) { return 1.0 + 1e-5 * static_cast<double>(i); });
+  EXPECT_GE(b.first, 7);
+  EXPECT_GE(b.second, 7) << "the transfer was dropped: " << b.remarks_second;
+  EXPECT_EQ(b.remarks_second, "");
+}
+
 // The H100's gemm_regtile spaces (bench/spaces): 2048^3 and 4096^3 order their fast configurations alike,
 // 1000^3 (which splits K) does not. A size tuned beside one like it and one unlike it is found within 1% in
 // at most 30 measurements, median over 20 seeds.
@@ -141,6 +204,22 @@ TEST(Transfer, ANewGemmSizeIsFoundWithinThirtyMeasurementsAfterTwoOthers) {
     std::cout << target->name << ": " << with.median << " evaluations to 1% with transfer\n";
     EXPECT_LE(with.median, 30) << target->name;
   }
+}
+
+// 1000^3 splits K where 2048^3 and 4096^3 do not: their order misleads it, and the start drops them, so that
+// the transfer costs at most half again the measurements of a search without it (it cost twice as many).
+TEST(Transfer, SizesUnlikeTheNewOneCostLittle) {
+  const auto space = [](const std::string& size) {
+    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
+  };
+  const ReplaySpace target = space("1000");
+  ReplayOptions warm;
+  warm.transfer = {prior_sweep_of(space("2048")), prior_sweep_of(space("4096"))};
+  const ReplayStat with = replay_stat(evaluations_to_1pct(target, warm));
+  const ReplayStat without = replay_stat(evaluations_to_1pct(target, ReplayOptions{}));
+  std::cout << "1000^3, evaluations to 1%: " << with.median << " with transfer from 2048^3 and 4096^3, "
+            << without.median << " without\n";
+  EXPECT_LE(with.median, 1.5 * without.median);
 }
 
 TEST(Transfer, StartsFromTheStoredSweepsOfOtherSizesAndSaysSo) {

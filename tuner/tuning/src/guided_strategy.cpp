@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -67,8 +68,10 @@ class GuidedStrategy : public Strategy {
       : rng_(seed), budget_(budget), options_(options), model_(options.rounds, seed) {
     // A small space cannot spend many measurements on learning: a shorter random start, smaller batches. A
     // start that follows an earlier sweep's order (transfer) is a search of its own, so it may run longer.
-    const std::size_t longest_start = options_.priors.empty() ? 16 : 24;
-    if (options_.initial == 0) options_.initial = std::clamp<std::size_t>(space_size / 50, 4, longest_start);
+    random_start_ = std::clamp<std::size_t>(space_size / 50, 4, 16);
+    if (options_.initial == 0)
+      options_.initial =
+          options_.priors.empty() ? random_start_ : std::clamp<std::size_t>(space_size / 50, 4, 24);
     full_picks_ = std::max<std::size_t>(options_.batch / 2, 1);
     options_.batch = std::clamp<std::size_t>(space_size / 40, 2, options_.batch);
   }
@@ -106,6 +109,7 @@ class GuidedStrategy : public Strategy {
     return out;
   }
   bool order_is_fixed() const override { return false; }
+  std::string remarks() const override { return remark_; }
 
  protected:
   // The unmeasured candidates worth ranking now, and one candidate's feature row.
@@ -138,6 +142,10 @@ class GuidedStrategy : public Strategy {
     std::vector<std::size_t> open_now = open(times);
     std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
     if (done < options_.initial || !fit(times)) {
+      const Agreement agreement = agreeing_prior(times);
+      if (!options_.priors.empty() && agreement.points >= options_.agreement_after &&
+          agreement.rho < options_.least_agreement && spread(times) > options_.least_spread)
+        drop_transfer(done, agreement);
       if (options_.priors.empty()) {
         const std::size_t n = std::min(count, open_now.size()), m = std::min(n + ahead_, open_now.size());
         batch_.assign(open_now.begin(), open_now.begin() + static_cast<std::ptrdiff_t>(n));
@@ -145,7 +153,7 @@ class GuidedStrategy : public Strategy {
                      open_now.begin() + static_cast<std::ptrdiff_t>(m));
         return;
       }
-      const std::vector<float>& prior = options_.priors[agreeing_prior(times)];
+      const std::vector<float>& prior = options_.priors[agreement.prior];
       std::vector<float> score;
       for (std::size_t i : open_now) score.push_back(std::isnan(prior[i]) ? 2.0f : prior[i]);
       choose(open_now, score, count);
@@ -155,11 +163,16 @@ class GuidedStrategy : public Strategy {
     choose(open_now, model_.predict(x, width_), count, resampled_predictions(x));
   }
 
+  struct Agreement {
+    std::size_t prior = 0;   // the prior that agrees best
+    double rho = INFINITY;   // its rank correlation with what was measured
+    std::size_t points = 0;  // measured points with a rank in it
+  };
+
   // The prior whose order agrees best with the times measured so far (a failure ranks last); the first
   // while fewer than three measured points have a rank in each.
-  std::size_t agreeing_prior(const Times& times) const {
-    std::size_t best = 0;
-    double best_rho = -INFINITY;
+  Agreement agreeing_prior(const Times& times) const {
+    Agreement best;
     for (std::size_t s = 0; s < options_.priors.size(); ++s) {
       std::vector<double> measured_ms, prior;
       for (std::size_t i = 0; i < times.size(); ++i)
@@ -167,10 +180,32 @@ class GuidedStrategy : public Strategy {
           measured_ms.push_back(std::isfinite(*times[i]) ? *times[i] : INFINITY);
           prior.push_back(options_.priors[s][i]);
         }
-      if (measured_ms.size() < 3) return 0;
-      if (const double rho = spearman(measured_ms, prior); rho > best_rho) best = s, best_rho = rho;
+      if (measured_ms.size() < 3) return {};
+      const double rho = spearman(measured_ms, prior);
+      if (s == 0 || rho > best.rho) best = {s, rho, measured_ms.size()};
     }
     return best;
+  }
+
+  // The slowest time measured over the fastest (failures left out; 1 with fewer than two).
+  static double spread(const Times& times) {
+    double lo = INFINITY, hi = 0;
+    for (const auto& t : times)
+      if (t && std::isfinite(*t)) lo = std::min(lo, *t), hi = std::max(hi, *t);
+    return hi > lo ? hi / lo : 1.0;
+  }
+
+  // No earlier sweep orders what was measured as this space does: a random start from here, as long as one
+  // without transfer, and a model without the priors' columns.
+  void drop_transfer(std::size_t done, const Agreement& agreement) {
+    char rho[16];
+    std::snprintf(rho, sizeof rho, "%.2f", agreement.rho);
+    remark_ = "guided: the earlier sweeps order the " + std::to_string(agreement.points) +
+              " measured configurations unlike this problem (rank correlation " + rho +
+              " at best): transfer dropped after " + std::to_string(done) + " measurements";
+    dropped_columns_ = options_.priors.size();
+    options_.priors.clear();
+    options_.initial = done + random_start_;
   }
 
   // What each model fit on a bootstrap resample of the last fit's rows predicts for rows x.
@@ -246,7 +281,8 @@ class GuidedStrategy : public Strategy {
       y.push_back(static_cast<float>(std::isfinite(*times[i]) ? std::log(*times[i]) : worst + std::log(2.0)));
     fit_rows_ = std::move(rows);
     fit_y_ = std::move(y);
-    width_ = features(fit_rows_.front()).size() - (plan_hidden() ? options_.plan_count : 0);
+    width_ =
+        features(fit_rows_.front()).size() - (plan_hidden() ? options_.plan_count : 0) - dropped_columns_;
     model_.fit(rows_of(fit_rows_), width_, fit_y_);
     return true;
   }
@@ -256,19 +292,20 @@ class GuidedStrategy : public Strategy {
   bool plan_hidden() const { return options_.plan_count > 0 && fit_rows_.size() < options_.plan_after; }
 
   // The rows the model sees, one after the other: each candidate's features, less the plan features while
-  // they are hidden.
+  // they are hidden and the priors' columns once the transfer was dropped.
   std::vector<float> rows_of(const std::vector<std::size_t>& which) const {
     std::vector<float> x;
     x.reserve(which.size() * width_);
     for (std::size_t i : which) {
       const std::vector<float>& f = features(i);
+      const auto end = f.end() - static_cast<std::ptrdiff_t>(dropped_columns_);  // less dropped priors
       if (!plan_hidden()) {
-        x.insert(x.end(), f.begin(), f.end());
+        x.insert(x.end(), f.begin(), end);
         continue;
       }
       const auto plan = f.begin() + static_cast<std::ptrdiff_t>(options_.plan_begin);
       x.insert(x.end(), f.begin(), plan);
-      x.insert(x.end(), plan + static_cast<std::ptrdiff_t>(options_.plan_count), f.end());
+      x.insert(x.end(), plan + static_cast<std::ptrdiff_t>(options_.plan_count), end);
     }
     return x;
   }
@@ -283,7 +320,10 @@ class GuidedStrategy : public Strategy {
   std::size_t first_pos_ = 0;          // how far options_.first was dealt
   std::vector<std::size_t> fit_rows_;  // what the last fit learnt from, for its resamples and plan_hidden()
   std::vector<float> fit_y_;
-  std::size_t full_picks_ = 1;  // a batch's picks by the full model before the resamples take turns
+  std::size_t random_start_ = 4;     // a start's length without transfer
+  std::size_t dropped_columns_ = 0;  // the priors' columns, once the transfer was dropped
+  std::string remark_;               // why the transfer was dropped, once it was
+  std::size_t full_picks_ = 1;       // a batch's picks by the full model before the resamples take turns
   std::function<bool(std::size_t)> compiled_;  // the sweep's probe: candidate i's CUBIN is ready
   std::size_t proposed_at_ = 0;                // measurements done when the batch was last proposed
 };

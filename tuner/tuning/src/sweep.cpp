@@ -251,6 +251,7 @@ class SweepRun {
       summary_.worker_restarts += summary_.gpus[k].worker_restarts;
     }
     printer_.finished(progress(recorder), search.stop_reason());
+    printer_.lines(search.remarks());
     pruned_.store();  // what the draws of a sampled space pruned
     if (summary_.best_found_at)
       store_.set_best_found(summary_.sweep_id, static_cast<std::int64_t>(summary_.best_found_at),

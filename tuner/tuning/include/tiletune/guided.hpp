@@ -60,6 +60,16 @@ struct GuidedOptions {
   // this one is passed over once the measurements say so.
   std::vector<std::size_t> first;
   std::vector<std::vector<float>> priors;
+  // Once `agreement_after` measured points have a rank in the priors and none of the priors orders them with
+  // a rank correlation of at least `least_agreement`, the earlier sweeps are taken to be unlike this one and
+  // the transfer is dropped: the start turns random, as long as a start without transfer, counted from
+  // there, and the model leaves out the priors' columns (the last priors.size() of each row, where
+  // use_transfer puts them). Only where the slowest measured time is over `least_spread` times the fastest:
+  // where the earlier sweeps' picks are all about as fast (sizes whose best configurations agree), their
+  // order among themselves is noise and says nothing against them.
+  std::size_t agreement_after = 6;
+  double least_agreement = 0.4;
+  double least_spread = 1.1;
 };
 
 // Guided search over candidates described by `features` (one row each, all of one width). Throws

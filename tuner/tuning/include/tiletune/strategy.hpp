@@ -31,6 +31,8 @@ class Strategy {
   virtual std::vector<std::size_t> upcoming() const { return {}; }
   // Why next() stopped before its budget, when that is worth saying (empty otherwise).
   virtual std::string stop_reason() const { return {}; }
+  // What the strategy changed its mind about on the way, worth a line at the end (empty otherwise).
+  virtual std::string remarks() const { return {}; }
   // For a strategy whose order is not fixed: a probe the sweep gives it, true where candidate i's CUBIN is
   // ready now, so that next() can deal what is compiled first (and need not wait for the rest).
   virtual void watch_compiles(std::function<bool(std::size_t)> compiled) { (void)compiled; }

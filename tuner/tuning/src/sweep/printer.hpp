@@ -50,6 +50,8 @@ class Printer {
   // every log_every-th.
   void recorded(const Progress& progress, const ResultRecord& record, bool new_best) const;
   void finished(const Progress& progress, const std::string& stop_reason) const;
+  // Lines as they are (each ending in a newline).
+  void lines(const std::string& text) const { out_ << text; }
 
  private:
   void progress(const Progress& p, bool final_line) const;

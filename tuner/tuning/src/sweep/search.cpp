@@ -93,6 +93,13 @@ std::string Search::stop_reason() const {
   return "";
 }
 
+std::string Search::remarks() const {
+  std::string out;
+  for (const auto& w : walkers_)
+    if (std::string remark = w->remarks(); !remark.empty()) out += remark + "\n";
+  return out;
+}
+
 std::size_t Search::job_for(std::size_t index, const std::vector<PlannedConfig>& candidates) {
   if (job_of_.size() < candidates.size()) job_of_.resize(candidates.size(), kNoJob);
   if (job_of_[index] == kNoJob)

@@ -36,6 +36,8 @@ class Search {
   bool order_is_fixed() const { return walkers_.front()->order_is_fixed(); }
   // The first reason a walker gives for stopping early (empty: none).
   std::string stop_reason() const;
+  // The walkers' remarks, a line each (empty: none).
+  std::string remarks() const;
 
   // Candidate `index`'s compile job, made when first named.
   std::size_t job_for(std::size_t index, const std::vector<PlannedConfig>& candidates);
