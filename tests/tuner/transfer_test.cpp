@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "../test_paths.hpp"
@@ -94,73 +97,86 @@ TEST(Transfer, ANewSizeNeedsAFewDozenMeasurementsAfterTwoOthers) {
   EXPECT_LT(with.median, without.median);
 }
 
+namespace {
+
+constexpr std::size_t kCandidates = 400;  // picked in batches of 8
+
+// Candidate i's place in an earlier sweep's order, rising (the new size's order) or falling with i.
+std::vector<float> order(bool rising) {
+  std::vector<float> out;
+  for (std::size_t i = 0; i < kCandidates; ++i) {
+    const float at = static_cast<float>(i) / kCandidates;
+    out.push_back(rising ? at : 1.0f - at);
+  }
+  return out;
+}
+
+// Guided's start alone (no model yet) over `rows`, following `priors`; candidate i takes ms(i) on the new
+// size.
+class StartOnPriors {
+ public:
+  StartOnPriors(const std::vector<std::vector<float>>& rows, std::vector<std::vector<float>> priors,
+                std::uint64_t seed, double (*ms)(std::size_t))
+      : times_(kCandidates), ms_(ms) {
+    GuidedOptions o;
+    o.initial = 100;  // a start that would follow a prior for a dozen batches
+    o.priors = std::move(priors);
+    strategy_ = make_guided_strategy(rows, 0, seed, o);
+  }
+  std::vector<std::size_t> batch() {
+    std::vector<std::size_t> picks;
+    for (int k = 0; k < 8; ++k) {
+      picks.push_back(*strategy_->next(times_));
+      times_[picks.back()] = ms_(picks.back());
+    }
+    return picks;
+  }
+  std::string remarks() const { return strategy_->remarks(); }
+
+ private:
+  std::unique_ptr<Strategy> strategy_;
+  std::vector<std::optional<double>> times_;
+  double (*ms_)(std::size_t);
+};
+
+long among(const std::vector<std::size_t>& picks, bool (*in)(std::size_t)) {
+  return static_cast<long>(std::count_if(picks.begin(), picks.end(), in));
+}
+
+}  // namespace
+
 // Of two earlier sweeps, one orders the space as the new size does and one the other way round. Before
 // anything is measured the start follows the first; once a batch is measured, the one that agrees with it.
 TEST(Transfer, FollowsTheEarlierSweepThatAgreesWithWhatIsMeasured) {
-  constexpr std::size_t n = 400;  // batches of 8
   std::vector<std::vector<float>> rows;
-  std::vector<float> agrees, reversed;
-  for (std::size_t i = 0; i < n; ++i) {
-    rows.push_back({static_cast<float>(i % 7)});
-    agrees.push_back(static_cast<float>(i) / n);  // candidate i takes i ms on the new size
-    reversed.push_back(1.0f - static_cast<float>(i) / n);
-  }
-  GuidedOptions o;
-  o.initial = 100;  // the start alone: no model yet
-  o.priors = {reversed, agrees};
-  auto strategy = make_guided_strategy(rows, 0, 3, o);
-  std::vector<std::optional<double>> times(n);
-  const auto batch = [&] {
-    std::vector<std::size_t> picks;
-    for (int k = 0; k < 8; ++k) {
-      picks.push_back(*strategy->next(times));
-      times[picks.back()] = static_cast<double>(picks.back());
-    }
-    return picks;
-  };
-  const auto among = [](const std::vector<std::size_t>& picks, auto in) {
-    return std::count_if(picks.begin(), picks.end(), in);
-  };
-  EXPECT_GE(among(batch(), [](std::size_t i) { return i >= n - 10; }), 7) << "the first prior, unmeasured";
-  EXPECT_GE(among(batch(), [](std::size_t i) { return i < 10; }), 7) << "the one the times agree with";
+  for (std::size_t i = 0; i < kCandidates; ++i) rows.push_back({static_cast<float>(i % 7)});
+  StartOnPriors start(rows, {order(false), order(true)}, 3,
+                      [](std::size_t i) { return static_cast<double>(i); });
+  EXPECT_GE(among(start.batch(), [](std::size_t i) { return i >= kCandidates - 10; }), 7)
+      << "the first prior, unmeasured";
+  EXPECT_GE(among(start.batch(), [](std::size_t i) { return i < 10; }), 7) << "the one the times agree with";
 }
 
 namespace {
 
-// 400 candidates in batches of 8, and a prior that orders them the other way round from `ms` (candidate i
-// takes ms(i) on the new size, ms rising with i). Returns, for each of the first two batches, how many of its
-// picks lie among the prior's 40 first, and the strategy's remarks after each.
+// A prior that orders the candidates the other way round from `ms` (ms rising with i). Returns, for each of
+// the first two batches, how many of its picks lie among the prior's 40 first, and the strategy's remarks
+// after each.
 struct TwoBatches {
   long first, second;
   std::string remarks_first, remarks_second;
 };
 TwoBatches against_the_prior(double (*ms)(std::size_t)) {
-  constexpr std::size_t n = 400;
+  const std::vector<float> falling = order(false);
   std::vector<std::vector<float>> rows;
-  std::vector<float> reversed;
-  for (std::size_t i = 0; i < n; ++i) {
-    rows.push_back({static_cast<float>(i % 7), 1.0f - static_cast<float>(i) / n});
-    reversed.push_back(1.0f - static_cast<float>(i) / n);
-  }
-  GuidedOptions o;
-  o.initial = 100;  // a start that would follow the prior for a dozen batches
-  o.priors = {reversed};
-  auto strategy = make_guided_strategy(rows, 0, 5, o);
-  std::vector<std::optional<double>> times(n);
-  const auto batch = [&] {
-    std::vector<std::size_t> picks;
-    for (int k = 0; k < 8; ++k) {
-      picks.push_back(*strategy->next(times));
-      times[picks.back()] = ms(picks.back());
-    }
-    return static_cast<long>(
-        std::count_if(picks.begin(), picks.end(), [](std::size_t i) { return i >= n - 40; }));
-  };
+  for (std::size_t i = 0; i < kCandidates; ++i) rows.push_back({static_cast<float>(i % 7), falling[i]});
+  StartOnPriors start(rows, {falling}, 5, ms);
+  const auto in_prior_head = [](std::size_t i) { return i >= kCandidates - 40; };
   TwoBatches out;
-  out.first = batch();
-  out.remarks_first = strategy->remarks();
-  out.second = batch();
-  out.remarks_second = strategy->remarks();
+  out.first = among(start.batch(), in_prior_head);
+  out.remarks_first = start.remarks();
+  out.second = among(start.batch(), in_prior_head);
+  out.remarks_second = start.remarks();
   return out;
 }
 
