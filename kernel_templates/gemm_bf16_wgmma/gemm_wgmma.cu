@@ -33,7 +33,11 @@
 // bytes of columns at a time, into 128-byte-swizzled shared memory (no bank conflicts) and store it with TMA,
 // which clips at the edges: 1 stages the whole part at once, 2 cycles through two buffers (less shared memory,
 // so a deeper ring), 3 is 2 written with stmatrix (16-bit outputs). C's rows must then be 16-byte aligned
-// (N * sizeof(output) a multiple of 16), or the tensor map is pruned.
+// (N * sizeof(output) a multiple of 16), or the tensor map is pruned. A tile whose BN is not whole 128-byte
+// columns (BN 160 or 232) stores its last part column straight from registers, as EPILOGUE 0 does.
+//
+// BN 160 and 232 fit the waves of odd shapes: 1537 x 776 takes 25 x 5 tiles of 64 x 160 on 132 SMs (5 x 192
+// computes 20% more for the same count), 3000 x 5000 exactly 4 turns of 24 x 22 tiles of 128 x 232.
 //
 // B_KN = 1 (16-bit inputs only) takes B as K x N, row-major (C = A B, the layout of the seeds' GEMM): TMA
 // reads B's rows as they are stored, 64 columns (128 bytes) of BK rows at a time, into N-major 128-byte
@@ -134,7 +138,7 @@ constexpr unsigned B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 // With B_KN, a stage of B is BN / 64 atoms, each BK rows of 64 columns (128 bytes), the same bytes in all.
 constexpr int N_ATOMS = BN / 64;
 constexpr unsigned BKN_ATOM_BYTES = BK * 128;
-// Staging buffers of C per consumer, each WG_M rows of 128 bytes: every column block (1), or two in turn.
+// Staging buffers of C per consumer, each WG_M rows of 128 bytes: every whole column block (1), or two in turn.
 constexpr int C_BUFS = EPILOGUE == 1 ? BN / C_SUB : 2;
 constexpr unsigned C_WG_BYTES = EPILOGUE ? C_BUFS * WG_M * 128 : 0;
 // Registers after reallocation: every thread starts with ENTRY_REGS (65536 per SM, one block of THREADS);
@@ -151,8 +155,8 @@ static_assert(BK % ATOM_K == 0, "BK is whole 128-byte rows");
 static_assert(WG_M % 64 == 0, "each consumer takes whole m64 slices");
 static_assert(SCHEDULE == 0 || (SCHEDULE == 1 && CONSUMERS == 2), "ping-pong (SCHEDULE 1): two consumers");
 static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma's N is a multiple of 8 up to 256");
-static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma wrappers exist for N 64, 128, 192, 256");
-static_assert(!EPILOGUE || BN % C_SUB == 0, "C is stored in whole 128-byte columns");
+static_assert(BN == 64 || BN == 128 || BN == 160 || BN == 192 || BN == 232 || BN == 256,
+              "wgmma wrappers exist for N 64, 128, 160, 192, 232, 256");
 static_assert(BM <= 256 && BN <= 256, "a TMA box holds at most 256 rows");
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
 static_assert(STAGES >= 2, "at least two stages");
@@ -366,12 +370,69 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long a
       : "l"(a), "l"(b), "r"(accumulate));
 }
 
+__device__ __forceinline__ void wgmma_n160(float (&d)[80], unsigned long long a, unsigned long long b,
+                                          int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160" TT_MMA_KIND " {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, "
+      "%80, %81, p, 1, 1" TT_MMA_TRANS ";\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(a), "l"(b), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_n232(float (&d)[116], unsigned long long a, unsigned long long b,
+                                          int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %118, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n232" TT_MMA_KIND " {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115}, "
+      "%116, %117, p, 1, 1" TT_MMA_TRANS ";\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
+      : "l"(a), "l"(b), "r"(accumulate));
+}
+
 template <int N>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], unsigned long long a, unsigned long long b,
                                       int accumulate) {
   if constexpr (N == 64) wgmma_n64(d, a, b, accumulate);
   if constexpr (N == 128) wgmma_n128(d, a, b, accumulate);
+  if constexpr (N == 160) wgmma_n160(d, a, b, accumulate);
   if constexpr (N == 192) wgmma_n192(d, a, b, accumulate);
+  if constexpr (N == 232) wgmma_n232(d, a, b, accumulate);
   if constexpr (N == 256) wgmma_n256(d, a, b, accumulate);
 }
 
@@ -537,6 +598,33 @@ __device__ __forceinline__ void stage_column_block(unsigned buffer, const float 
   }
 }
 
+// A consumer's accumulators from 8-column group j0 on straight to C (rows from `row0`, columns from `n0`),
+// clipped at the edges of C; pairs of outputs in one store where N is even. The layout is described at the
+// epilogue.
+__device__ __forceinline__ void store_columns(c_t* C, const float (&acc)[M_ITERS][BN / 2], int row0, int n0,
+                                              int M, int N, int j0, int warp, int lane) {
+  const bool pairs = (N % 2) == 0;
+#pragma unroll
+  for (int mi = 0; mi < M_ITERS; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + mi * 64 + warp * 16 + lane / 4 + 8 * h;
+      if (row >= M) continue;
+      c_t* out = C + static_cast<long long>(row) * N;
+#pragma unroll
+      for (int j = j0; j < BN / 8; ++j) {
+        const int col = n0 + 8 * j + 2 * (lane % 4);
+        const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
+        if (pairs && col + 1 < N) {
+          store_pair(out + col, v0, v1);
+        } else {
+          if (col < N) out[col] = to_output(v0);
+          if (col + 1 < N) out[col + 1] = to_output(v1);
+        }
+      }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma(const ab_t* A, const ab_t* B, c_t* C, const __grid_constant__ TensorMap tma_a,
                const __grid_constant__ TensorMap tma_b, const __grid_constant__ TensorMap tma_c, int M, int N,
@@ -700,26 +788,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       // Thread t holds, for each m64 slice mi and each 8 columns j, rows r and r + 8 (r = 16 warp + lane / 4)
       // at columns 8 j + 2 (lane % 4) and the next: acc[mi][4 j + 2 h + {0, 1}] for row r + 8 h.
 #if EPILOGUE == 0
-      const bool pairs = (N % 2) == 0;
-#pragma unroll
-      for (int mi = 0; mi < M_ITERS; ++mi)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = m0 + row0 + mi * 64 + warp * 16 + lane / 4 + 8 * h;
-          if (row >= M) continue;
-          c_t* out = C + static_cast<long long>(row) * N;
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const int col = n0 + 8 * j + 2 * (lane % 4);
-            const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
-            if (pairs && col + 1 < N) {
-              store_pair(out + col, v0, v1);
-            } else {
-              if (col < N) out[col] = to_output(v0);
-              if (col + 1 < N) out[col + 1] = to_output(v1);
-            }
-          }
-        }
+      store_columns(C, acc, m0 + row0, n0, M, N, 0, warp, lane);
 #else
       // Column block b (C_SUB columns, 128 bytes a row) of this consumer's part goes through staging buffer
       // b % C_BUFS: written in TMA's 128-byte swizzle (no bank conflicts), made visible to TMA (the async
@@ -739,6 +808,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
           asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         }
       }
+      // A tile BN wide that is not whole 128-byte columns stores the last part column from registers.
+      if (BN % C_SUB) store_columns(C, acc, m0 + row0, n0, M, N, BN / C_SUB * (C_SUB / 8), warp, lane);
 #endif
     }
 #if EPILOGUE != 0

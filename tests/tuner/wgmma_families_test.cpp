@@ -205,6 +205,10 @@ TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialise
       {{"SCHEDULE", 1}, {"BM", 64}, {"EPILOGUE", 0}, {"CLUSTER_N", 2}},
       {{"EPILOGUE", 3}},
       {{"RASTER", 2}, {"GROUP", 1}, {"CLUSTER_N", 2}, {"PERSISTENT", 2}},
+      // Tile widths that are not whole 128-byte columns of C: the last part column stored from registers.
+      {{"BM", 128}, {"BN", 232}, {"EPILOGUE", 2}},
+      {{"BM", 128}, {"BN", 232}, {"EPILOGUE", 3}},
+      {{"BM", 64}, {"BN", 160}, {"CONSUMERS", 1}, {"EPILOGUE", 1}, {"PERSISTENT", 0}},
   };
   for (const char* name : kFamilies) {
     const KernelFamily& f = find_family(builtin(), name);
