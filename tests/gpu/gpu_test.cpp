@@ -71,6 +71,20 @@ BenchRun bench(const std::vector<KernelFamily>& fams, const KernelFamily& f, con
   return b;
 }
 
+// The branches of the wgmma template that configuration `c` takes, added to `features`.
+void note_wgmma_features(const Params& c, ElementType out, std::set<std::string>& features) {
+  if (c.at("CLUSTER_M") == 2) features.insert("cluster_m");
+  if (c.at("CLUSTER_N") == 2) features.insert("cluster_n");
+  if (c.at("EPILOGUE") == 1) features.insert("tma_store");
+  if (c.at("PERSISTENT") == 1) features.insert("persistent");
+  if (c.at("CONSUMERS") == 1) features.insert("one_consumer");
+  if (c.at("SCHEDULE") == 1) features.insert("ping_pong");
+  if (c.at("EPILOGUE") == 3) features.insert("stmatrix");
+  // A tile not whole 128-byte columns of C stores its last part column from registers.
+  if (c.at("EPILOGUE") >= 1 && c.at("BN") % (out == ElementType::f32 ? 32 : 64) != 0)
+    features.insert("part_column");
+}
+
 }  // namespace
 
 // Every runnable configuration of every built-in family is correct at sizes that are not tile multiples and
@@ -259,17 +273,7 @@ TEST(Gpu, WgmmaFamiliesAreCorrectOnAwkwardSizesAndBenchAgainstCublas) {
         ++ok;
         EXPECT_LE(*rec.error, f.reference.tolerance_for(out).rtol)
             << name << " " << p.size_text() << " " << params_to_text(rec.params);
-        const Params& c = rec.params;
-        if (c.at("CLUSTER_M") == 2) features.insert("cluster_m");
-        if (c.at("CLUSTER_N") == 2) features.insert("cluster_n");
-        if (c.at("EPILOGUE") == 1) features.insert("tma_store");
-        if (c.at("PERSISTENT") == 1) features.insert("persistent");
-        if (c.at("CONSUMERS") == 1) features.insert("one_consumer");
-        if (c.at("SCHEDULE") == 1) features.insert("ping_pong");
-        if (c.at("EPILOGUE") == 3) features.insert("stmatrix");
-        // A tile not whole 128-byte columns of C stores its last part column from registers.
-        if (c.at("EPILOGUE") >= 1 && c.at("BN") % (out == ElementType::f32 ? 32 : 64) != 0)
-          features.insert("part_column");
+        note_wgmma_features(rec.params, out, features);
       }
       EXPECT_GE(ok, 20) << name << " " << p.size_text();
     }
