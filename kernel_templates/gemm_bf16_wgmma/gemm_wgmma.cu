@@ -42,7 +42,7 @@
 // B_KN = 1 (16-bit inputs only) takes B as K x N, row-major (C = A B, the layout of the seeds' GEMM): TMA
 // reads B's rows as they are stored, 64 columns (128 bytes) of BK rows at a time, into N-major 128-byte
 // swizzled atoms, and the wgmmas read B transposed (imm-trans-b). B's rows must be 16-byte aligned (N a
-// multiple of 8). BN 160 and 232 load 192 and 256 columns of B (whole atoms) and multiply the tile's.
+// multiple of 8).
 #ifndef GEMM_TYPE
 #define GEMM_TYPE 0
 #endif
@@ -134,11 +134,10 @@ constexpr int C_SUB = 128 / C_BYTES;  // columns of C in one 128-byte swizzled r
 constexpr unsigned A_ATOM_BYTES = BM * 128;
 constexpr unsigned B_ATOM_BYTES = BN * 128;
 constexpr unsigned A_STAGE_BYTES = K_ATOMS * A_ATOM_BYTES;
-// With B_KN, a stage of B is N_ATOMS atoms, each BK rows of 64 columns (128 bytes). A BN that is not whole
-// atoms (160, 232) loads its last atom whole, and the wgmmas read only the tile's columns of it.
-constexpr int N_ATOMS = (BN + 63) / 64;
+constexpr unsigned B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
+// With B_KN, a stage of B is BN / 64 atoms, each BK rows of 64 columns (128 bytes), the same bytes in all.
+constexpr int N_ATOMS = BN / 64;
 constexpr unsigned BKN_ATOM_BYTES = BK * 128;
-constexpr unsigned B_STAGE_BYTES = B_KN ? N_ATOMS * BKN_ATOM_BYTES : K_ATOMS * B_ATOM_BYTES;
 // Staging buffers of C per consumer, each WG_M rows of 128 bytes: every whole column block (1), or two in turn.
 constexpr int C_BUFS = EPILOGUE == 1 ? BN / C_SUB : 2;
 constexpr unsigned C_WG_BYTES = EPILOGUE ? C_BUFS * WG_M * 128 : 0;
@@ -163,7 +162,7 @@ static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
 static_assert(STAGES >= 2, "at least two stages");
 static_assert(EPILOGUE >= 0 && EPILOGUE <= 3, "EPILOGUE is 0, 1, 2 or 3");
 static_assert(EPILOGUE != 3 || GEMM_TYPE != 2, "stmatrix (EPILOGUE 3) stores 16-bit outputs");
-static_assert(!B_KN || GEMM_TYPE != 2, "B as K x N: 16-bit inputs");
+static_assert(!B_KN || (GEMM_TYPE != 2 && BN % 64 == 0), "B as K x N: 16-bit inputs, whole 64-column atoms");
 
 // The kernel's view of a CUtensorMap: 128 opaque bytes, 64-byte aligned, passed as a __grid_constant__.
 struct __align__(64) TensorMap {

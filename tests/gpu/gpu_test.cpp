@@ -72,7 +72,7 @@ BenchRun bench(const std::vector<KernelFamily>& fams, const KernelFamily& f, con
 }
 
 // The branches of the wgmma template that configuration `c` takes, added to `features`.
-void note_wgmma_features(const Params& c, ElementType out, bool b_kn, std::set<std::string>& features) {
+void note_wgmma_features(const Params& c, ElementType out, std::set<std::string>& features) {
   if (c.at("CLUSTER_M") == 2) features.insert("cluster_m");
   if (c.at("CLUSTER_N") == 2) features.insert("cluster_n");
   if (c.at("EPILOGUE") == 1) features.insert("tma_store");
@@ -83,8 +83,6 @@ void note_wgmma_features(const Params& c, ElementType out, bool b_kn, std::set<s
   // A tile not whole 128-byte columns of C stores its last part column from registers.
   if (c.at("EPILOGUE") >= 1 && c.at("BN") % (out == ElementType::f32 ? 32 : 64) != 0)
     features.insert("part_column");
-  // B as K x N in a tile not whole 64-column atoms: the last atom loaded whole, part of it multiplied.
-  if (b_kn && c.at("BN") % 64 != 0) features.insert("part_atom");
 }
 
 }  // namespace
@@ -275,12 +273,12 @@ TEST(Gpu, WgmmaFamiliesAreCorrectOnAwkwardSizesAndBenchAgainstCublas) {
         ++ok;
         EXPECT_LE(*rec.error, f.reference.tolerance_for(out).rtol)
             << name << " " << p.size_text() << " " << params_to_text(rec.params);
-        note_wgmma_features(rec.params, out, b_kn, features);
+        note_wgmma_features(rec.params, out, features);
       }
       EXPECT_GE(ok, 20) << name << " " << p.size_text();
     }
-    // stmatrix (EPILOGUE 3) stores 16-bit outputs only; part atoms of B are the _ab families'.
-    EXPECT_EQ(features.size(), (out == ElementType::f32 ? 7u : 8u) + (b_kn ? 1u : 0u))
+    // stmatrix (EPILOGUE 3) stores 16-bit outputs only; the _ab families' tiles are whole columns.
+    EXPECT_EQ(features.size(), (out == ElementType::f32 ? 6u : 7u) + (b_kn ? 0u : 1u))
         << name << ": not every feature was sampled";
     const ProblemKey p = f.make_problem({640, 384, 256}, {});
     const auto [rows, log] = bench(fams, f, p, dir.path / (std::string(name) + ".db"));
