@@ -631,6 +631,42 @@ TEST_F(SweepLoop, AutoBruteForcesWithinItsBudgetAndSamplesBeyond) {
   EXPECT_NE(log.find("guided: transfer from 1 sweep of this family"), std::string::npos) << log;
 }
 
+// A sibling family (the same template over elements of the same size) swept on this problem: guided starts
+// from its best, so the first measurement is this family's best as well, and the sweep says where it started.
+TEST_F(SweepLoop, GuidedStartsFromASiblingsSweepOfTheSameProblem) {
+  Store store = Store::open(db_dir.path / "s.db");
+  KernelFamily twin = family;
+  twin.name = "scale_twin";
+  FakeWorker all;
+  SweepOptions whole;
+  whole.compile_jobs = 2;
+  std::ostringstream twin_log;
+  const SweepSummary brute = run_sweep(twin, problem, store, all, cache, whole, twin_log);
+  ASSERT_EQ(brute.measured, 18);
+  ProblemKey other = problem;
+  other.dims = {5};  // the twin's sweep of another problem is not this one's prior
+  run_sweep(twin, other, store, all, cache, whole, twin_log);
+
+  SweepOptions options;
+  options.strategy = "guided";
+  options.budget = 6;
+  options.siblings = {"scale_twin", "no_such_family"};
+  FakeWorker some;
+  const SweepSummary s = sweep(store, some, options);
+  EXPECT_EQ(s.measured, 6);
+  EXPECT_EQ(s.best_found_at, 1u) << log;
+  EXPECT_EQ(s.best->record.median_ms, brute.best->record.median_ms);
+  EXPECT_EQ(params_to_text(s.best->record.params), params_to_text(brute.best->record.params));
+  EXPECT_NE(log.find("guided: transfer from 1 sweep of sibling families (scale_twin at 1000000 on "),
+            std::string::npos)
+      << log;
+  // Without the sibling named, nothing of it is used.
+  options.siblings.clear();
+  FakeWorker alone;
+  sweep(store, alone, options);
+  EXPECT_EQ(log.find("scale_twin"), std::string::npos) << log;
+}
+
 TEST(ShardText, IsReadStrictlyAndSplitsEvenly) {
   EXPECT_EQ(parse_shard("3/4").index, 3u);
   EXPECT_EQ(parse_shard("0/1").text(), "");

@@ -273,3 +273,24 @@ TEST(WgmmaAbFamilies, ReadBAsStoredAndCompileForSm90a) {
   }
   EXPECT_EQ(hashes.size(), 4u) << "each family's sweeps are its own";
 }
+
+// Siblings: one template over elements of the same size. The four 16-bit wgmma families (both element types,
+// both layouts of B) are each other's; TF32, whose elements are 4 bytes, is nobody's; nor is a family its
+// own.
+TEST(WgmmaFamilies, SiblingsAreTheSameTemplateOverElementsOfTheSameSize) {
+  const auto& all = builtin();
+  const std::set<std::string> sixteen = {"gemm_bf16_wgmma", "gemm_f16_wgmma", "gemm_bf16_wgmma_ab",
+                                         "gemm_f16_wgmma_ab"};
+  for (const auto& name : sixteen) {
+    const auto siblings = sibling_families(all, find_family(all, name));
+    std::set<std::string> expected = sixteen;
+    expected.erase(name);
+    EXPECT_EQ(std::set<std::string>(siblings.begin(), siblings.end()), expected) << name;
+  }
+  EXPECT_TRUE(sibling_families(all, find_family(all, "gemm_tf32_wgmma")).empty());
+  EXPECT_TRUE(sibling_families(all, find_family(all, "gemm_regtile")).empty());
+  KernelFamily wider = find_family(all, "gemm_bf16_wgmma");
+  wider.name = "gemm_bf16_wgmma_copy";
+  wider.parameters.pop_back();
+  EXPECT_FALSE(are_siblings(wider, find_family(all, "gemm_bf16_wgmma"))) << "another parameter list";
+}

@@ -371,6 +371,7 @@ std::optional<SweepSummary> resume_main_job(const Store& store, const KernelFami
 // What the problems of one run share: the GPUs, the database, the options, and the rows of the main job's
 // table.
 struct Job {
+  const std::vector<KernelFamily>& families;  // loaded: each family's siblings come from them
   Pools& gpus;
   Store& store;
   const CompileCache& cache;
@@ -396,6 +397,7 @@ void print_continue_hint(const Job& job, const KernelFamily& family, const Probl
 bool sweep_problem(Job& job, const KernelFamily& family, const ProblemKey& problem, std::size_t p) {
   if (job.gpus.pools.size() > 1) std::cout << "\n-- on " << job.gpus.names[p] << "\n";
   SweepOptions one = job.options;
+  one.siblings = sibling_families(job.families, family);
   if (job.main_job && one.resume)
     if (auto done = resume_main_job(job.store, family, problem, job.gpus.uuids[p], one)) {
       job.rows.push_back({&family, problem, job.gpus.names[p], std::move(*done)});
@@ -501,7 +503,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (args.main_job) print_main_job_head(work, gpus, o);
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  Job job{gpus, store, cache, o, args.main_job, {}};
+  Job job{fams, gpus, store, cache, o, args.main_job, {}};
   return run_work(work, planned, job);
 }
 

@@ -199,8 +199,8 @@ class SweepRun {
     begin(name);
     pruned_.store();
     std::optional<sweep::Search> search =
-        sweep::Search::enumerated(name, family_, device(), candidates_.table, store_, summary_.sweep_id,
-                                  options_, workers_.size(), cache_, out_);
+        sweep::Search::enumerated(name, family_, device(), problem_, candidates_.table, store_,
+                                  summary_.sweep_id, options_, workers_.size(), cache_, out_);
     total_ = options_.budget ? std::min(options_.budget, candidates_.table.size()) : candidates_.table.size();
     sweep::SpaceLine line = space_line(name);
     line.total = total_;

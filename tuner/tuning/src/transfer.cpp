@@ -9,22 +9,49 @@
 
 namespace tiletune {
 
+namespace {
+
+// The sweep's results; nullopt where none is ok.
+std::optional<PriorSweep> prior_of(const Store& store, const SweepInfo& info, std::string label) {
+  PriorSweep p;
+  p.label = std::move(label);
+  bool any_ok = false;
+  for (const auto& r : store.measured_results(info.id)) {
+    any_ok = any_ok || r.record.outcome == Outcome::ok;
+    p.results.emplace_back(r.record.params,
+                           r.record.outcome == Outcome::ok ? r.record.median_ms : std::nullopt);
+  }
+  if (!any_ok) return std::nullopt;
+  return p;
+}
+
+}  // namespace
+
 std::vector<PriorSweep> prior_sweeps(const Store& store, const std::string& family, std::int64_t exclude,
                                      std::size_t limit) {
   std::vector<PriorSweep> out;
   for (const auto& info : store.sweeps(family)) {
     if (out.size() >= limit) break;
     if (info.id == exclude || info.kind != "sweep") continue;
-    PriorSweep p;
-    p.label = info.problem.size_text() + " on " + info.device.name;
-    bool any_ok = false;
-    for (const auto& r : store.measured_results(info.id)) {
-      any_ok = any_ok || r.record.outcome == Outcome::ok;
-      p.results.emplace_back(r.record.params,
-                             r.record.outcome == Outcome::ok ? r.record.median_ms : std::nullopt);
-    }
-    if (any_ok) out.push_back(std::move(p));
+    if (auto p = prior_of(store, info, info.problem.size_text() + " on " + info.device.name))
+      out.push_back(std::move(*p));
   }
+  return out;
+}
+
+std::vector<PriorSweep> sibling_sweeps(const Store& store, const std::vector<std::string>& siblings,
+                                       const ProblemKey& problem, std::size_t limit) {
+  std::vector<PriorSweep> out;
+  for (const auto& sibling : siblings)
+    for (const auto& info : store.sweeps(sibling, "", problem)) {
+      if (out.size() >= limit) return out;
+      if (info.kind != "sweep") continue;
+      auto p = prior_of(store, info, sibling + " at " + info.problem.text() + " on " + info.device.name);
+      if (!p) continue;
+      p->sibling = true;
+      out.push_back(std::move(*p));
+      break;  // the newest of each sibling
+    }
   return out;
 }
 
@@ -72,8 +99,14 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
     for (const auto& f : fastest)
       if (j < f.size() && std::find(t.first.begin(), t.first.end(), f[j]) == t.first.end())
         t.first.push_back(f[j]);
+  const auto siblings =
+      std::count_if(prior.begin(), prior.end(), [](const PriorSweep& p) { return p.sibling; });
+  const std::string whose = siblings == 0 ? "this family"
+                            : siblings == static_cast<std::ptrdiff_t>(prior.size())
+                                ? "sibling families"
+                                : "this family and siblings";
   t.line = "guided: transfer from " + std::to_string(prior.size()) + " sweep" +
-           (prior.size() > 1 ? "s" : "") + " of this family (";
+           (prior.size() > 1 ? "s" : "") + " of " + whose + " (";
   for (std::size_t s = 0; s < prior.size(); ++s) t.line += (s ? "; " : "") + prior[s].label;
   t.line += "): their " + std::to_string(t.first.size()) + " fastest first, then the rank order of " +
             (prior.size() > 1 ? "the one that agrees best with what is measured" : "it");

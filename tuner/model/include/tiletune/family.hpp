@@ -253,6 +253,15 @@ std::string template_hash_of(const KernelFamily& family);
 
 const KernelFamily& find_family(const std::vector<KernelFamily>& families, const std::string& name);
 
+// Siblings: two families of one template (the same source, kernel, dimensions and parameter names) whose
+// buffers hold elements of the same sizes, such as the BF16 and FP16 GEMMs, or one with B given as N x K and
+// one as K x N. The same configuration then moves the same bytes through the same code, and on the same
+// problem their configurations rank alike, so a sweep of one can start from the other's (transfer).
+bool are_siblings(const KernelFamily& a, const KernelFamily& b);
+// The names of `family`'s siblings among `families`, in their order.
+std::vector<std::string> sibling_families(const std::vector<KernelFamily>& families,
+                                          const KernelFamily& family);
+
 // FNV-1a 64-bit, hex. Not cryptographic: identifies content for caching and provenance.
 std::string content_hash(const std::string& text);
 

@@ -55,6 +55,9 @@ struct SweepOptions {
   bool progress_line = false;  // a live line (terminal) instead of plain lines
   int log_every = 0;           // plain mode: a line every N configurations (0: only failures and new bests)
   Shard shard;                 // measure only this part of the space (its own sweep; merge the databases)
+  // The family's siblings (see sibling_families): guided starts from their sweeps of the same problem as well
+  // as from the family's own sweeps of other problems. The command line fills it from the families loaded.
+  std::vector<std::string> siblings;
 };
 
 struct SweepSummary {

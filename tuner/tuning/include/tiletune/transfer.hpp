@@ -16,16 +16,21 @@ namespace tiletune {
 
 class Store;
 
-// One earlier sweep: what it was ("4096x4096x4096 on NVIDIA H100 80GB HBM3") and every result's median
-// (nullopt: it failed). Pruned configurations are left out.
+// One earlier sweep: what it was ("4096x4096x4096 on NVIDIA H100 80GB HBM3", or "gemm_bf16_wgmma at
+// 4096x4096x4096 on NVIDIA H200" for a sibling's) and every result's median (nullopt: it failed). Pruned
+// configurations are left out.
 struct PriorSweep {
   std::string label;
   std::vector<std::pair<Params, std::optional<double>>> results;
+  bool sibling = false;  // a sweep of a sibling family (see sibling_families), not of this one
 };
 
 // The newest `limit` sweeps of `family` with an ok result, other than sweep `exclude`.
 std::vector<PriorSweep> prior_sweeps(const Store& store, const std::string& family, std::int64_t exclude,
                                      std::size_t limit = 8);
+// The newest sweep with an ok result of each of `siblings` on `problem` (any device), at most `limit`.
+std::vector<PriorSweep> sibling_sweeps(const Store& store, const std::vector<std::string>& siblings,
+                                       const ProblemKey& problem, std::size_t limit = 4);
 
 struct Transfer {
   // Per prior sweep, per candidate: its rank among that sweep's results, 0 the fastest to 1 the slowest or

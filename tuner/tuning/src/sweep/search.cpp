@@ -11,12 +11,23 @@ namespace {
 
 constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
 
+// What guided starts from: the newest sweep of each sibling family on this problem, then the family's own
+// sweeps of other problems or devices, 8 in all.
+std::vector<PriorSweep> earlier_sweeps(const KernelFamily& family, const ProblemKey& problem,
+                                       const Store& store, std::int64_t sweep_id,
+                                       const SweepOptions& options) {
+  std::vector<PriorSweep> prior = sibling_sweeps(store, options.siblings, problem);
+  for (auto& p : prior_sweeps(store, family.name, sweep_id, 8 - prior.size())) prior.push_back(std::move(p));
+  return prior;
+}
+
 // The guided strategy over an enumerated space: its model also sees what the plan knows of each candidate,
-// and where the store holds sweeps of the family on other problems or devices, it starts from them.
+// and where the store holds sweeps of the family on other problems or devices, or of its siblings on this
+// problem, it starts from them.
 std::unique_ptr<Strategy> guided_walker(const KernelFamily& family, const DeviceLimits& device,
-                                        const std::vector<PlannedConfig>& table, const Store& store,
-                                        std::int64_t sweep_id, const SweepOptions& options,
-                                        std::ostream& out) {
+                                        const ProblemKey& problem, const std::vector<PlannedConfig>& table,
+                                        const Store& store, std::int64_t sweep_id,
+                                        const SweepOptions& options, std::ostream& out) {
   std::vector<Params> params;
   for (const auto& c : table) params.push_back(c.params);
   auto rows = parameter_features(family, params);
@@ -27,7 +38,7 @@ std::unique_ptr<Strategy> guided_walker(const KernelFamily& family, const Device
   GuidedOptions guided;
   guided.plan_begin = family.parameters.size();
   guided.plan_count = plan_feature_names().size();
-  Transfer t = transfer_from(prior_sweeps(store, family.name, sweep_id), params);
+  Transfer t = transfer_from(earlier_sweeps(family, problem, store, sweep_id, options), params);
   if (!t.line.empty()) {
     out << t.line << "\n";
     use_transfer(std::move(t), rows, guided);
@@ -38,12 +49,12 @@ std::unique_ptr<Strategy> guided_walker(const KernelFamily& family, const Device
 }  // namespace
 
 Search Search::enumerated(const std::string& strategy, const KernelFamily& family, const DeviceLimits& device,
-                          const std::vector<PlannedConfig>& table, const Store& store, std::int64_t sweep_id,
-                          const SweepOptions& options, std::size_t lanes, const CompileCache& cache,
-                          std::ostream& out) {
+                          const ProblemKey& problem, const std::vector<PlannedConfig>& table,
+                          const Store& store, std::int64_t sweep_id, const SweepOptions& options,
+                          std::size_t lanes, const CompileCache& cache, std::ostream& out) {
   Search s(family, device);
   if (find_strategy(strategy).reads_history) {
-    s.walkers_.push_back(guided_walker(family, device, table, store, sweep_id, options, out));
+    s.walkers_.push_back(guided_walker(family, device, problem, table, store, sweep_id, options, out));
   } else {
     std::vector<Params> params;
     for (const auto& c : table) params.push_back(c.params);

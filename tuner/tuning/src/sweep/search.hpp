@@ -19,12 +19,13 @@ namespace tiletune::sweep {
 class Search {
  public:
   // Over the enumerated candidates. A strategy that reads history (guided) also sees what the plan knows of
-  // each candidate and starts from the store's sweeps of the family on other problems or devices, saying so
-  // on `out`.
+  // each candidate and starts from the store's sweeps of the family on other problems or devices and of its
+  // siblings on `problem`, saying so on `out`.
   static Search enumerated(const std::string& strategy, const KernelFamily& family,
-                           const DeviceLimits& device, const std::vector<PlannedConfig>& table,
-                           const Store& store, std::int64_t sweep_id, const SweepOptions& options,
-                           std::size_t lanes, const CompileCache& cache, std::ostream& out);
+                           const DeviceLimits& device, const ProblemKey& problem,
+                           const std::vector<PlannedConfig>& table, const Store& store, std::int64_t sweep_id,
+                           const SweepOptions& options, std::size_t lanes, const CompileCache& cache,
+                           std::ostream& out);
   // Over a space read lazily.
   static Search lazy(const std::string& strategy, const KernelFamily& family, const DeviceLimits& device,
                      LazyCandidates& candidates, const SweepOptions& options, std::size_t lanes,
