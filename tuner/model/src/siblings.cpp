@@ -1,4 +1,5 @@
-#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "tiletune/element_type.hpp"
 #include "tiletune/family.hpp"
