@@ -42,9 +42,9 @@ std::vector<PriorSweep> prior_sweeps(const Store& store, const std::string& fami
 std::vector<PriorSweep> sibling_sweeps(const Store& store, const std::vector<std::string>& siblings,
                                        const ProblemKey& problem, std::size_t limit) {
   std::vector<PriorSweep> out;
-  for (const auto& sibling : siblings)
+  for (const auto& sibling : siblings) {
+    if (out.size() >= limit) break;
     for (const auto& info : store.sweeps(sibling, "", problem)) {
-      if (out.size() >= limit) return out;
       if (info.kind != "sweep") continue;
       auto p = prior_of(store, info, sibling + " at " + info.problem.text() + " on " + info.device.name);
       if (!p) continue;
@@ -52,6 +52,7 @@ std::vector<PriorSweep> sibling_sweeps(const Store& store, const std::vector<std
       out.push_back(std::move(*p));
       break;  // the newest of each sibling
     }
+  }
   return out;
 }
 

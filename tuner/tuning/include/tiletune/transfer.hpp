@@ -25,9 +25,12 @@ struct PriorSweep {
   bool sibling = false;  // a sweep of a sibling family (see sibling_families), not of this one
 };
 
+// How many earlier sweeps a sweep starts from at most, its siblings' and its own together.
+constexpr std::size_t kMaxPriorSweeps = 8;
+
 // The newest `limit` sweeps of `family` with an ok result, other than sweep `exclude`.
 std::vector<PriorSweep> prior_sweeps(const Store& store, const std::string& family, std::int64_t exclude,
-                                     std::size_t limit = 8);
+                                     std::size_t limit = kMaxPriorSweeps);
 // The newest sweep with an ok result of each of `siblings` on `problem` (any device), at most `limit`.
 std::vector<PriorSweep> sibling_sweeps(const Store& store, const std::vector<std::string>& siblings,
                                        const ProblemKey& problem, std::size_t limit = 4);

@@ -12,12 +12,13 @@ namespace {
 constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
 
 // What guided starts from: the newest sweep of each sibling family on this problem, then the family's own
-// sweeps of other problems or devices, 8 in all.
+// sweeps of other problems or devices, kMaxPriorSweeps in all.
 std::vector<PriorSweep> earlier_sweeps(const KernelFamily& family, const ProblemKey& problem,
                                        const Store& store, std::int64_t sweep_id,
                                        const SweepOptions& options) {
   std::vector<PriorSweep> prior = sibling_sweeps(store, options.siblings, problem);
-  for (auto& p : prior_sweeps(store, family.name, sweep_id, 8 - prior.size())) prior.push_back(std::move(p));
+  for (auto& p : prior_sweeps(store, family.name, sweep_id, kMaxPriorSweeps - prior.size()))
+    prior.push_back(std::move(p));
   return prior;
 }
 
