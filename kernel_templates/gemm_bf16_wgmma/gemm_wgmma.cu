@@ -39,11 +39,6 @@
 // BN 160 and 232 fit the waves of odd shapes: 1537 x 776 takes 25 x 5 tiles of 64 x 160 on 132 SMs (5 x 192
 // computes 20% more for the same count), 3000 x 5000 exactly 4 turns of 24 x 22 tiles of 128 x 232.
 //
-// SPLIT_K > 1 (no multicast cluster, cooperative consumers, one tile per cluster) splits K where the tiles
-// alone leave SMs idle: a cluster of SPLIT_K blocks takes one tile, each block a share of its k-tiles; the
-// blocks other than rank 0 write their FP32 accumulators into their own ring (idle once their k-tiles are
-// done) and arrive on rank 0's barrier, and rank 0 adds them through distributed shared memory and stores C.
-//
 // B_KN = 1 (16-bit inputs only) takes B as K x N, row-major (C = A B, the layout of the seeds' GEMM): TMA
 // reads B's rows as they are stored, 64 columns (128 bytes) of BK rows at a time, into N-major 128-byte
 // swizzled atoms, and the wgmmas read B transposed (imm-trans-b). B's rows must be 16-byte aligned (N a
@@ -91,10 +86,6 @@
 
 #ifndef B_KN
 #define B_KN 0
-#endif
-
-#ifndef SPLIT_K
-#define SPLIT_K 1
 #endif
 
 #if GEMM_TYPE != 2
@@ -172,10 +163,6 @@ static_assert(STAGES >= 2, "at least two stages");
 static_assert(EPILOGUE >= 0 && EPILOGUE <= 3, "EPILOGUE is 0, 1, 2 or 3");
 static_assert(EPILOGUE != 3 || GEMM_TYPE != 2, "stmatrix (EPILOGUE 3) stores 16-bit outputs");
 static_assert(!B_KN || (GEMM_TYPE != 2 && BN % 64 == 0), "B as K x N: 16-bit inputs, whole 64-column atoms");
-static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "a split of K is a cluster of at most 8 blocks");
-static_assert(SPLIT_K == 1 || (CLUSTER == 1 && SCHEDULE == 0), "split K: no multicast cluster, cooperative");
-static_assert(SPLIT_K == 1 || BM * BN * 4 <= STAGES * (A_STAGE_BYTES + B_STAGE_BYTES),
-              "split K: a block's FP32 accumulators fit in its ring");
 
 // The kernel's view of a CUtensorMap: 128 opaque bytes, 64-byte aligned, passed as a __grid_constant__.
 struct __align__(64) TensorMap {
@@ -638,61 +625,13 @@ __device__ __forceinline__ void store_columns(c_t* C, const float (&acc)[M_ITERS
     }
 }
 
-#if SPLIT_K > 1
-// Split K: this block's share of the tile's sums goes to rank 0 of the cluster, which adds every share. A
-// consumer thread's accumulators are read back by the same thread of the same consumer at rank 0, so they are
-// laid out by thread: 16-byte chunk c of thread t of consumer wg at chunk (wg * CHUNKS + c) * 128 + t of the
-// ring (consecutive threads, consecutive chunks: no bank conflicts). The others wait until rank 0 has read
-// them (a block's shared memory goes when it exits). True where this block stores the tile.
-__device__ __forceinline__ bool reduce_split(float (&acc)[M_ITERS][BN / 2], unsigned split, unsigned ring,
-                                             unsigned split_bar, unsigned done_bar, int wg, int t) {
-  constexpr int CHUNKS = M_ITERS * BN / 8;  // 16-byte chunks of one thread's accumulators
-  const unsigned mine = ring + (wg * CHUNKS * 128 + t) * 16;
-  if (split != 0) {
-    named_sync(5, 128 * CONSUMERS);  // every consumer's wgmmas are done reading the ring
-#pragma unroll
-    for (int mi = 0; mi < M_ITERS; ++mi)
-#pragma unroll
-      for (int c = 0; c < BN / 8; ++c) {
-        const float* v = &acc[mi][4 * c];
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(mine + (mi * (BN / 8) + c) * 2048),
-                     "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
-                     : "memory");
-      }
-    mbar_arrive_cluster(split_bar, 0);
-    mbar_wait(done_bar, 0);
-    return false;
-  }
-  mbar_wait_cluster(split_bar, 0);
-#pragma unroll 1
-  for (unsigned r = 1; r < SPLIT_K; ++r) {
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(mine), "r"(r));
-#pragma unroll
-    for (int mi = 0; mi < M_ITERS; ++mi)
-#pragma unroll
-      for (int c = 0; c < BN / 8; ++c) {
-        float v0, v1, v2, v3;
-        asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                     : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
-                     : "r"(remote + (mi * (BN / 8) + c) * 2048)
-                     : "memory");
-        float* a = &acc[mi][4 * c];
-        a[0] += v0, a[1] += v1, a[2] += v2, a[3] += v3;
-      }
-    mbar_arrive_cluster(done_bar, r);
-  }
-  return true;
-}
-#endif
-
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma(const ab_t* A, const ab_t* B, c_t* C, const __grid_constant__ TensorMap tma_a,
                const __grid_constant__ TensorMap tma_b, const __grid_constant__ TensorMap tma_c, int M, int N,
                int K) {
   // Shared memory, from a 1024-byte aligned base (128-byte swizzle repeats every 1024 bytes):
   // [STAGES][K_ATOMS][BM][128 B] A, [STAGES][K_ATOMS][BN][128 B] B, [CONSUMERS][BN / C_SUB][WG_M][128 B] C,
-  // then the full and empty barriers of each stage, and split K's two.
+  // then the full and empty barriers of each stage.
   extern __shared__ unsigned char smem_raw[];
   const unsigned raw = smem_u32(smem_raw);
   const unsigned sA = (raw + 1023u) & ~1023u;
@@ -700,30 +639,22 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const unsigned sC = sB + STAGES * B_STAGE_BYTES;
   const unsigned full_bar = sC + CONSUMERS * C_WG_BYTES;
   const unsigned empty_bar = full_bar + 8 * STAGES;
-  const unsigned split_bar = empty_bar + 8 * STAGES;  // split K: the other blocks' shares are in (rank 0)
-  const unsigned done_bar = split_bar + 8;            // split K: rank 0 has read this block's share
 
   const int warpgroup = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   unsigned rank = 0;
   if (CLUSTER > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   const unsigned rank_m = rank / CLUSTER_N, rank_n = rank % CLUSTER_N;
-  unsigned split = 0;  // this block's share of K (split K)
-  if (SPLIT_K > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(split));
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);
       mbar_init(empty_bar + 8 * s, STAGE_USERS * 4 * CLUSTER);  // each reading consumer warp, every block
     }
-    if (SPLIT_K > 1) {
-      mbar_init(split_bar, (SPLIT_K - 1) * CONSUMERS * 128);  // every consumer thread of the other blocks
-      mbar_init(done_bar, CONSUMERS * 128);                   // every consumer thread of rank 0
-    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   // Every block's barriers are initialised before any block of the cluster multicasts into it.
-  if (CLUSTER * SPLIT_K > 1)
+  if (CLUSTER > 1)
     cluster_sync();
   else
     __syncthreads();
@@ -732,11 +663,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const int patches_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, patches_n = (tiles_n + CLUSTER_N - 1) / CLUSTER_N;
   const int patches = patches_m * patches_n;
   const int k_tiles = (K + BK - 1) / BK;
-  const int cluster_id = blockIdx.x / (CLUSTER * SPLIT_K), clusters = gridDim.x / (CLUSTER * SPLIT_K);
-  // This block's k-tiles: all of them, or its share where K is split.
-  const int kt_begin = static_cast<int>(split) * k_tiles / SPLIT_K,
-            kt_end = static_cast<int>(split + 1) * k_tiles / SPLIT_K;
-  const int my_k_tiles = kt_end - kt_begin;
+  const int cluster_id = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
 
   if (warpgroup == 0) {
     // The producer: one thread issues every load.
@@ -754,7 +681,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         int cm, cn;
         patch_of(patch, patches_m, patches_n, cm, cn);
         const int m0 = (cm * CLUSTER_M + rank_m) * BM, n0 = (cn * CLUSTER_N + rank_n) * BN;
-        for (int kt = kt_begin; kt < kt_end; ++kt) {
+        for (int kt = 0; kt < k_tiles; ++kt) {
           // Fresh barriers are in phase 0: waiting on parity 1 passes at once, so the first STAGES loads go.
           if (CLUSTER > 1)
             mbar_wait_cluster(empty_bar + 8 * stage, phase ^ 1);
@@ -815,7 +742,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       }
     };
     // The block's tiles go to its consumers in turn (ping-pong), or each to all of them (cooperative).
-    if (SCHEDULE) skip(wg * my_k_tiles);
+    if (SCHEDULE) skip(wg * k_tiles);
     const int first = cluster_id + (SCHEDULE ? wg : 0) * clusters;
     for (int patch = first; patch < patches; patch += TURNS * clusters) {
       int cm, cn;
@@ -826,12 +753,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       // barrier a consumer waits on has completed its previous phase: a parity wait cannot pass early.
       if (SCHEDULE && (wg == 1 || patch != first)) named_sync(3 + wg, 256);
       int previous = -1;
-      if (my_k_tiles == 0)  // a share of no k-tiles (K shorter than the split) adds zeros
-#pragma unroll
-        for (int mi = 0; mi < M_ITERS; ++mi)
-#pragma unroll
-          for (int j = 0; j < BN / 2; ++j) acc[mi][j] = 0.0f;
-      for (int kt = kt_begin; kt < kt_end; ++kt) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
         mbar_wait(full_bar + 8 * stage, phase);
         wgmma_fence();
 #pragma unroll
@@ -843,7 +765,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             for (int mi = 0; mi < M_ITERS; ++mi) {
               const unsigned long long da = smem_desc(sA + stage * A_STAGE_BYTES + a * A_ATOM_BYTES +
                                                       (row0 + mi * 64) * 128 + ks * MMA_K * AB_BYTES);
-              wgmma<BN>(acc[mi], da, db, ((kt - kt_begin) | a | ks) != 0);
+              wgmma<BN>(acc[mi], da, db, (kt | a | ks) != 0);
             }
           }
         }
@@ -861,10 +783,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       if (SCHEDULE && patch + clusters < patches) named_arrive(3 + (1 - wg), 256);
       wgmma_wait<0>();
       if (previous >= 0) release(previous);
-      if (SCHEDULE) skip((TURNS - 1) * my_k_tiles);  // the other consumer's next tile
-#if SPLIT_K > 1
-      if (!reduce_split(acc, split, sA, split_bar, done_bar, wg, t)) continue;
-#endif
+      if (SCHEDULE) skip((TURNS - 1) * k_tiles);  // the other consumer's next tile
 
       // Thread t holds, for each m64 slice mi and each 8 columns j, rows r and r + 8 (r = 16 warp + lane / 4)
       // at columns 8 j + 2 (lane % 4) and the next: acc[mi][4 j + 2 h + {0, 1}] for row r + 8 h.

@@ -235,60 +235,6 @@ TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialise
   }
 }
 
-// Split K where the tiles leave SMs idle: at the skinny 128x4096x4096 a cluster of SPLIT_K blocks takes each
-// tile (the grid is the tiles times SPLIT_K, the cluster SPLIT_K blocks), and the configurations compile for
-// sm_90a without spills, two consumers keeping their register split; at 4096^3, with a persistent grid, a
-// multicast cluster or ping-pong, or with fewer k-tiles than blocks, split K is pruned, saying why.
-TEST(WgmmaFamilies, SplitKTakesAClusterPerTileWhereTheTilesLeaveSmsIdle) {
-  const DeviceLimits h100 = load_profile("h100");
-  const Params split = {{"SPLIT_K", 2}, {"PERSISTENT", 0}, {"BM", 64}, {"BN", 128}, {"CONSUMERS", 1}};
-  const std::vector<Params> samples = {
-      split,
-      {{"SPLIT_K", 4}, {"PERSISTENT", 0}, {"BM", 128}, {"BN", 128}, {"EPILOGUE", 1}},
-      {{"SPLIT_K", 2}, {"PERSISTENT", 0}, {"BM", 128}, {"BN", 232}, {"EPILOGUE", 2}},
-      {{"SPLIT_K", 4}, {"PERSISTENT", 0}, {"BM", 64}, {"BN", 64}, {"CONSUMERS", 1}, {"BK", 128}},
-  };
-  for (const char* name : {"gemm_bf16_wgmma", "gemm_tf32_wgmma", "gemm_f16_wgmma_ab"}) {
-    const KernelFamily& f = find_family(builtin(), name);
-    const ProblemKey skinny = f.make_problem({128, 4096, 4096}, {});
-    for (const Params& changes : samples) {
-      if (changes.at("BN") % 64 != 0 && std::string(name).ends_with("_ab")) continue;
-      Params params = with(f, changes);
-      if (params.at("BK") * input_bytes(f) > 256) params["BK"] = 256 / input_bytes(f);
-      const PlannedConfig c = deepest_ring(f, h100, skinny, params);
-      params = c.params;
-      ASSERT_EQ(c.outcome, Outcome::ok) << name << " " << params_to_text(params) << ": " << c.reason;
-      const wire::MeasureRequest req = measure_request(f, skinny, params, c.launch, "k.cubin", MeasureSettings{});
-      const std::int64_t s = params.at("SPLIT_K"),
-                         tiles = (128 + params.at("BM") - 1) / params.at("BM") * (4096 / params.at("BN") +
-                                                                                    (4096 % params.at("BN") != 0));
-      EXPECT_EQ(req.kernel.grid, (std::array<std::int64_t, 3>{tiles * s, 1, 1})) << name;
-      EXPECT_EQ(req.kernel.cluster, (std::array<std::int64_t, 3>{s, 1, 1})) << name;
-      const CompileResult r = compile(compile_job(f, h100, params));
-      const auto* k = std::get_if<CompiledKernel>(&r);
-      ASSERT_NE(k, nullptr) << name << " " << params_to_text(params) << ": "
-                            << std::get<CompileError>(r).log.substr(0, 2000);
-      EXPECT_EQ(k->usage.spill_stores + k->usage.spill_loads, 0) << name << " " << params_to_text(params);
-      if (params.at("CONSUMERS") == 2) {
-        EXPECT_EQ(k->usage.registers, 168) << name << " " << params_to_text(params);
-      }
-      EXPECT_EQ(k->log.find("serialized"), std::string::npos) << k->log;
-    }
-    const Params base = deepest_ring(f, h100, skinny, with(f, split)).params;
-    const auto reason = [&](const ProblemKey& p, const Params& changes) {
-      Params params = base;
-      for (const auto& [key, v] : changes) params[key] = v;
-      return prune_before_compile(f, h100, p, params).reason;
-    };
-    const ProblemKey big = f.make_problem({4096, 4096, 4096}, {});
-    EXPECT_NE(reason(big, {}).find("tiles alone leave SMs idle"), std::string::npos) << name;
-    EXPECT_NE(reason(skinny, {{"PERSISTENT", 1}}).find("one cluster per tile"), std::string::npos) << name;
-    EXPECT_NE(reason(skinny, {{"CLUSTER_N", 2}}).find("no multicast cluster"), std::string::npos) << name;
-    const ProblemKey short_k = f.make_problem({128, 4096, 16}, {});
-    EXPECT_NE(reason(short_k, {}).find("at least one k-tile"), std::string::npos) << name;
-  }
-}
-
 // The 16-bit C = A B families (B given as K x N): the same template with B_KN = 1, their own reference, B's
 // tensor map reading 64 columns by BK rows of the stored rows, N refused where B's rows are not 16-byte
 // aligned, and sampled configurations compiling for sm_90a like the A B^T ones.
