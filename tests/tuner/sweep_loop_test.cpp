@@ -667,6 +667,55 @@ TEST_F(SweepLoop, GuidedStartsFromASiblingsSweepOfTheSameProblem) {
   EXPECT_EQ(log.find("scale_twin"), std::string::npos) << log;
 }
 
+// A space too large to enumerate: guided measures the fastest configurations of the family's sweep of another
+// problem first, and says so; a sweep in another store, with nothing earlier, measures none of them.
+TEST_F(SweepLoop, GuidedOverAHugeSpaceStartsFromTheFastestOfAnEarlierSweep) {
+  write_wide_family(root.path);
+  const KernelFamily wide = load_family(root.path / "scale_wide");
+  Store store = Store::open(db_dir.path / "huge.db");
+  ProblemKey other = problem;
+  other.dims = {500000};
+  SweepOptions random;
+  random.strategy = "random";
+  random.budget = 12;
+  random.compile_jobs = 2;
+  FakeWorker worker;
+  std::ostringstream earlier_log;
+  const SweepSummary earlier = run_sweep(wide, other, store, worker, cache, random, earlier_log);
+  ASSERT_EQ(earlier.measured, 12);
+  std::vector<std::pair<double, std::string>> fastest;
+  for (const auto& r : store.results(earlier.sweep_id))
+    if (r.record.outcome == Outcome::ok)
+      fastest.emplace_back(*r.record.median_ms, params_to_text(r.record.params));
+  std::sort(fastest.begin(), fastest.end());
+  ASSERT_GE(fastest.size(), 3u);
+
+  SweepOptions guided;
+  guided.strategy = "guided";
+  guided.budget = 6;
+  guided.compile_jobs = 2;
+  const auto measured = [&](Store& in, std::ostringstream& out) {
+    FakeWorker gpu;
+    const SweepSummary s = run_sweep(wide, problem, in, gpu, cache, guided, out);
+    EXPECT_EQ(s.measured, 6);
+    std::set<std::string> texts;
+    for (const auto& r : in.results(s.sweep_id)) texts.insert(params_to_text(r.record.params));
+    return texts;
+  };
+  std::ostringstream out;
+  const std::set<std::string> texts = measured(store, out);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(texts.count(fastest[i].second)) << fastest[i].second;
+  EXPECT_NE(out.str().find("guided: transfer from 1 sweep of this family (500000 on "), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("their 3 fastest that run here first"), std::string::npos) << out.str();
+
+  Store fresh = Store::open(db_dir.path / "fresh.db");
+  std::ostringstream alone;
+  const std::set<std::string> without = measured(fresh, alone);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_FALSE(without.count(fastest[i].second)) << fastest[i].second;
+  EXPECT_EQ(alone.str().find("transfer"), std::string::npos) << alone.str();
+}
+
 TEST(ShardText, IsReadStrictlyAndSplitsEvenly) {
   EXPECT_EQ(parse_shard("3/4").index, 3u);
   EXPECT_EQ(parse_shard("0/1").text(), "");

@@ -341,3 +341,50 @@ TEST(Transfer, ASiblingsSweepOfTheSameProblemOnAGpuFindsTheBestAtOnce) {
     EXPECT_GE(without.median, 10) << target->name;
   }
 }
+
+// Over a space too large to enumerate there is no rank order to follow: the fastest configurations of each
+// earlier sweep, in turn, are visited and measured first where they run on this problem, and the line says
+// so; one pruned here, or with a value the family no longer lists, is passed over.
+TEST(Transfer, AHugeSpaceStartsFromTheFastestOfEarlierSweepsThatRunHere) {
+  KernelFamily f;
+  f.name = "huge";
+  for (const char* name : {"A", "B", "C", "D"}) {
+    Parameter p{name, {}, 0};
+    for (std::int64_t v = 0; v < 200; ++v) p.values.push_back(v);
+    f.parameters.push_back(p);
+  }
+  f.constraints.push_back({Expr::parse("A != 7"), "A is not 7"});
+  f.launch.block = {Expr::parse("32")};
+  f.launch.grid = {Expr::parse("1")};
+  f.launch.dynamic_shared_bytes = Expr::parse("0");
+  f.launch.static_shared_bytes = Expr::parse("0");
+  const DeviceLimits h100 = load_profile("h100");
+  LazyCandidates space(f, [&](const Params& p) { return prune_before_compile(f, h100, ProblemKey{}, p); });
+  const auto at = [](std::int64_t a) { return Params{{"A", a}, {"B", 3}, {"C", 4}, {"D", 5}}; };
+  PriorSweep one{"1000 on NVIDIA H100 80GB HBM3", {{at(7), 0.4}, {at(1), 0.5}, {at(2), 0.6}, {at(3), 0.9}}};
+  PriorSweep two{"2000 on NVIDIA H100 80GB HBM3", {{at(500), 0.1}, {at(5), 0.3}, {at(6), 0.35}, {at(8), {}}}};
+  GuidedOptions guided;
+  EXPECT_EQ(lazy_transfer({}, space, guided), "");
+  EXPECT_TRUE(guided.first.empty());
+  const std::string line = lazy_transfer({one, two}, space, guided);
+  EXPECT_EQ(
+      line,
+      "guided: transfer from 2 sweeps of this family (1000 on NVIDIA H100 80GB HBM3; 2000 on NVIDIA H100 "
+      "80GB HBM3): their 4 fastest that run here first (a space walked lazily has no rank order to follow)");
+  // Each sweep's best (7 is pruned here, 500 is not a value of A), then each one's second, then third.
+  std::vector<std::int64_t> first;
+  for (std::size_t slot : guided.first) first.push_back(space.candidates()[slot].params.at("A"));
+  EXPECT_EQ(first, (std::vector<std::int64_t>{1, 5, 2, 6}));
+  // Guided measures them before anything it draws.
+  auto s = make_lazy_guided_strategy(space, 10, 1, guided);
+  std::vector<std::optional<double>> times;
+  std::vector<std::int64_t> asked;
+  for (int i = 0; i < 4; ++i) {
+    const auto next = s->next(times);
+    ASSERT_TRUE(next.has_value());
+    times.resize(space.candidates().size());
+    times[*next] = 1.0;
+    asked.push_back(space.candidates()[*next].params.at("A"));
+  }
+  EXPECT_EQ(asked, first);
+}

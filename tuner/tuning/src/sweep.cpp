@@ -216,7 +216,8 @@ class SweepRun {
     candidates_ = sweep::lazy_candidates(family_, device(), problem_, options_.shard, resume_.done, pruned_);
     summary_.resumed_skipped = candidates_.resumed_skipped;
     std::optional<sweep::Search> search =
-        sweep::Search::lazy(name, family_, device(), *candidates_.lazy, options_, workers_.size(), cache_);
+        sweep::Search::lazy(name, family_, device(), problem_, *candidates_.lazy, store_, summary_.sweep_id,
+                            options_, workers_.size(), cache_, out_);
     total_ = options_.budget;
     sweep::SpaceLine line = space_line(name);
     line.total = total_;

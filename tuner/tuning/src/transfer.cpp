@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "tiletune/store.hpp"
@@ -74,6 +75,20 @@ std::map<std::string, double> ranks_of(const PriorSweep& sweep) {
   return rank;
 }
 
+// "guided: transfer from 2 sweeps of this family (LABEL; LABEL)": the start of the line that says so.
+std::string transfer_head(const std::vector<PriorSweep>& prior) {
+  const auto siblings =
+      std::count_if(prior.begin(), prior.end(), [](const PriorSweep& p) { return p.sibling; });
+  const std::string whose = siblings == 0 ? "this family"
+                            : siblings == static_cast<std::ptrdiff_t>(prior.size())
+                                ? "sibling families"
+                                : "this family and siblings";
+  std::string line = "guided: transfer from " + std::to_string(prior.size()) + " sweep" +
+                     (prior.size() > 1 ? "s" : "") + " of " + whose + " (";
+  for (std::size_t s = 0; s < prior.size(); ++s) line += (s ? "; " : "") + prior[s].label;
+  return line + ")";
+}
+
 }  // namespace
 
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
@@ -100,18 +115,28 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
     for (const auto& f : fastest)
       if (j < f.size() && std::find(t.first.begin(), t.first.end(), f[j]) == t.first.end())
         t.first.push_back(f[j]);
-  const auto siblings =
-      std::count_if(prior.begin(), prior.end(), [](const PriorSweep& p) { return p.sibling; });
-  const std::string whose = siblings == 0 ? "this family"
-                            : siblings == static_cast<std::ptrdiff_t>(prior.size())
-                                ? "sibling families"
-                                : "this family and siblings";
-  t.line = "guided: transfer from " + std::to_string(prior.size()) + " sweep" +
-           (prior.size() > 1 ? "s" : "") + " of " + whose + " (";
-  for (std::size_t s = 0; s < prior.size(); ++s) t.line += (s ? "; " : "") + prior[s].label;
-  t.line += "): their " + std::to_string(t.first.size()) + " fastest first, then the rank order of " +
-            (prior.size() > 1 ? "the one that agrees best with what is measured" : "it");
+  t.line = transfer_head(prior) + ": their " + std::to_string(t.first.size()) +
+           " fastest first, then the rank order of " +
+           (prior.size() > 1 ? "the one that agrees best with what is measured" : "it");
   return t;
+}
+
+std::string lazy_transfer(const std::vector<PriorSweep>& prior, LazyCandidates& space, GuidedOptions& guided,
+                          std::size_t first_per_sweep) {
+  std::vector<Params> measured;
+  std::set<std::string> seen;
+  for (const auto& p : prior)
+    for (const auto& [params, median] : p.results)
+      if (seen.insert(params_to_text(params)).second) measured.push_back(params);
+  for (std::size_t i : transfer_from(prior, measured, first_per_sweep).first) {
+    const auto index = space.space().index_of(measured[i]);
+    if (!index) continue;  // a value the family no longer lists
+    const LazyCandidates::Visit v = space.visit(*index);
+    if (v.fate == LazyCandidates::Fate::runnable) guided.first.push_back(v.slot);
+  }
+  if (guided.first.empty()) return "";
+  return transfer_head(prior) + ": their " + std::to_string(guided.first.size()) +
+         " fastest that run here first (a space walked lazily has no rank order to follow)";
 }
 
 void use_transfer(Transfer transfer, std::vector<std::vector<float>>& rows, GuidedOptions& guided) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tiletune/guided.hpp"
+#include "tiletune/plan.hpp"
 #include "tiletune/records.hpp"
 
 namespace tiletune {
@@ -47,6 +48,13 @@ struct Transfer {
 // `first_per_sweep`: how many of each prior sweep's fastest configurations are measured first.
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
                        std::size_t first_per_sweep = 3);
+
+// Transfer over a space too large to enumerate, whose candidates are drawn as the walk goes (so no rank
+// prior): each prior sweep's `first_per_sweep` fastest configurations, in turn, that run on this problem are
+// visited in `space` now and go into `guided` to be measured first. Returns the line that says so ("" where
+// there are no prior sweeps or none of their fastest runs here).
+std::string lazy_transfer(const std::vector<PriorSweep>& prior, LazyCandidates& space, GuidedOptions& guided,
+                          std::size_t first_per_sweep = 3);
 
 // Hands `transfer` to guided: each prior sweep's rank of each candidate joins the candidate's feature row,
 // and its first picks and priors go into `guided`.

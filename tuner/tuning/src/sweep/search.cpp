@@ -81,10 +81,22 @@ Search Search::enumerated(const std::string& strategy, const KernelFamily& famil
 }
 
 Search Search::lazy(const std::string& strategy, const KernelFamily& family, const DeviceLimits& device,
-                    LazyCandidates& candidates, const SweepOptions& options, std::size_t lanes,
-                    const CompileCache& cache) {
+                    const ProblemKey& problem, LazyCandidates& candidates, const Store& store,
+                    std::int64_t sweep_id, const SweepOptions& options, std::size_t lanes,
+                    const CompileCache& cache, std::ostream& out) {
   Search s(family, device);
   s.walkers_ = make_lazy_strategies(strategy, candidates, options.budget, options.measure.seed, lanes);
+  if (find_strategy(strategy).reads_history) {
+    // Guided starts from the fastest configurations of the earlier sweeps that run here, and says so.
+    GuidedOptions guided;
+    const std::string line =
+        lazy_transfer(earlier_sweeps(family, problem, store, sweep_id, options), candidates, guided);
+    if (!line.empty()) {
+      out << line << "\n";
+      s.walkers_.front() =
+          make_lazy_guided_strategy(candidates, options.budget, options.measure.seed, guided);
+    }
+  }
   s.compiler_ = std::make_unique<BackgroundCompiler>(std::vector<CompileJob>{}, cache, options.compile_jobs,
                                                      /*eager=*/false);
   return s;

@@ -26,10 +26,12 @@ class Search {
                            const std::vector<PlannedConfig>& table, const Store& store, std::int64_t sweep_id,
                            const SweepOptions& options, std::size_t lanes, const CompileCache& cache,
                            std::ostream& out);
-  // Over a space read lazily.
+  // Over a space read lazily. A strategy that reads history (guided) first measures the fastest
+  // configurations of the earlier sweeps that `enumerated` would start from, saying so on `out`.
   static Search lazy(const std::string& strategy, const KernelFamily& family, const DeviceLimits& device,
-                     LazyCandidates& candidates, const SweepOptions& options, std::size_t lanes,
-                     const CompileCache& cache);
+                     const ProblemKey& problem, LazyCandidates& candidates, const Store& store,
+                     std::int64_t sweep_id, const SweepOptions& options, std::size_t lanes,
+                     const CompileCache& cache, std::ostream& out);
 
   // The walker that deals lane `lane`'s next configuration (one walker may serve every lane).
   Strategy& walker(std::size_t lane) { return *walkers_[walkers_.size() == 1 ? 0 : lane]; }
