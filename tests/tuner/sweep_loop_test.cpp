@@ -4,6 +4,7 @@
 // dealing, failures and restarts, resume and shards are checked in CI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -665,6 +666,45 @@ TEST_F(SweepLoop, GuidedStartsFromASiblingsSweepOfTheSameProblem) {
   FakeWorker alone;
   sweep(store, alone, options);
   EXPECT_EQ(log.find("scale_twin"), std::string::npos) << log;
+}
+
+// A sweep stored before the family gained a parameter (ITEMS; the kernel took its default then) holds
+// configurations without it: guided reads them with the family's default and measures their three fastest
+// first, where as stored they would match nothing.
+TEST_F(SweepLoop, GuidedStartsFromASweepStoredBeforeTheFamilyGainedAParameter) {
+  Store store = Store::open(db_dir.path / "grown.db");
+  KernelFamily before = family;
+  before.parameters.erase(std::remove_if(before.parameters.begin(), before.parameters.end(),
+                                         [](const Parameter& p) { return p.name == "ITEMS"; }),
+                          before.parameters.end());
+  before.launch.grid = {Expr::parse("ceil_div(n, BLOCK)")};
+  FakeWorker all;
+  SweepOptions whole;
+  whole.compile_jobs = 2;
+  std::ostringstream before_log;
+  const SweepSummary brute = run_sweep(before, problem, store, all, cache, whole, before_log);
+  ASSERT_EQ(brute.measured, 6) << before_log.str();
+  std::vector<std::pair<double, std::string>> fastest;
+  for (const auto& r : store.results(brute.sweep_id)) {
+    ASSERT_EQ(r.record.params.count("ITEMS"), 0u);
+    Params p = r.record.params;
+    p["ITEMS"] = 1;
+    if (r.record.outcome == Outcome::ok) fastest.emplace_back(*r.record.median_ms, params_to_text(p));
+  }
+  std::sort(fastest.begin(), fastest.end());
+  ASSERT_GE(fastest.size(), 3u);
+
+  SweepOptions options;
+  options.strategy = "guided";
+  options.budget = 3;
+  FakeWorker some;
+  const SweepSummary s = sweep(store, some, options);
+  ASSERT_EQ(s.measured, 3);
+  std::set<std::string> texts;
+  for (const auto& r : store.results(s.sweep_id)) texts.insert(params_to_text(r.record.params));
+  EXPECT_EQ(texts, (std::set<std::string>{fastest[0].second, fastest[1].second, fastest[2].second})) << log;
+  EXPECT_NE(log.find("guided: transfer from 1 sweep of this family (1000000 on "), std::string::npos) << log;
+  EXPECT_NE(log.find("): their 3 fastest first"), std::string::npos) << log;
 }
 
 // A space too large to enumerate: guided measures the fastest configurations of the family's sweep of another

@@ -78,7 +78,7 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
   }
   guided.refit_when_idle = options.refit_when_idle;
   if (!options.transfer.empty()) {
-    use_transfer(transfer_from(options.transfer, params), rows, guided);
+    use_transfer(transfer_from(conform(options.transfer, family), params), rows, guided);
   }
   std::vector<std::unique_ptr<Strategy>> out;
   out.push_back(make_guided_strategy(std::move(rows), options.budget, seed, guided));

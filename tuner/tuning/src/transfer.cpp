@@ -59,6 +59,40 @@ std::vector<PriorSweep> sibling_sweeps(const Store& store, const std::vector<std
 
 namespace {
 
+// One result in the family's terms (see conform).
+Params conformed(const Params& params, const KernelFamily& family) {
+  Params out;
+  for (const auto& parameter : family.parameters) {
+    const auto it = params.find(parameter.name);
+    out[parameter.name] = it == params.end() ? parameter.default_value : it->second;
+  }
+  return out;
+}
+
+// Whether result `a` stands for a configuration rather than `b`: ok before failed, then the faster.
+bool better(const std::optional<double>& a, const std::optional<double>& b) { return a && (!b || *a < *b); }
+
+}  // namespace
+
+std::vector<PriorSweep> conform(std::vector<PriorSweep> prior, const KernelFamily& family) {
+  for (auto& sweep : prior) {
+    std::map<std::string, std::size_t> at;
+    std::vector<std::pair<Params, std::optional<double>>> results;
+    for (auto& [params, median] : sweep.results) {
+      Params p = conformed(params, family);
+      const auto [it, fresh] = at.emplace(params_to_text(p), results.size());
+      if (fresh)
+        results.emplace_back(std::move(p), median);
+      else if (better(median, results[it->second].second))
+        results[it->second].second = median;
+    }
+    sweep.results = std::move(results);
+  }
+  return prior;
+}
+
+namespace {
+
 // Each configuration's rank within one sweep: 0 the fastest, 1 the slowest ok one or any failure.
 std::map<std::string, double> ranks_of(const PriorSweep& sweep) {
   std::vector<std::pair<double, std::string>> ok;
@@ -115,6 +149,7 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
     for (const auto& f : fastest)
       if (j < f.size() && std::find(t.first.begin(), t.first.end(), f[j]) == t.first.end())
         t.first.push_back(f[j]);
+  if (t.first.empty()) return {};  // none of their configurations is one of these: nothing to say
   t.line = transfer_head(prior) + ": their " + std::to_string(t.first.size()) +
            " fastest first, then the rank order of " +
            (prior.size() > 1 ? "the one that agrees best with what is measured" : "it");

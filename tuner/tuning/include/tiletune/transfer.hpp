@@ -36,6 +36,12 @@ std::vector<PriorSweep> prior_sweeps(const Store& store, const std::string& fami
 std::vector<PriorSweep> sibling_sweeps(const Store& store, const std::vector<std::string>& siblings,
                                        const ProblemKey& problem, std::size_t limit = 4);
 
+// Earlier sweeps in the terms of `family` as it is now: a parameter the family gained since a sweep ran (a
+// configuration stored without it) takes the family's default value, and one it no longer lists is left out
+// (of configurations that then coincide, the fastest stands for them). Without this, a sweep stored before
+// the family gained a parameter matches none of its configurations and transfers nothing.
+std::vector<PriorSweep> conform(std::vector<PriorSweep> prior, const KernelFamily& family);
+
 struct Transfer {
   // Per prior sweep, per candidate: its rank among that sweep's results, 0 the fastest to 1 the slowest or
   // failed; NaN where that sweep did not measure it. Sizes differ in what is fast (a GEMM of 1000^3 splits K,
@@ -45,7 +51,8 @@ struct Transfer {
   std::string line;                // what the sweep says on its first line ("" without prior sweeps)
 };
 
-// `first_per_sweep`: how many of each prior sweep's fastest configurations are measured first.
+// `first_per_sweep`: how many of each prior sweep's fastest configurations are measured first. Where none of
+// the prior sweeps' configurations is among `candidates`, the transfer is empty (no line).
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
                        std::size_t first_per_sweep = 3);
 

@@ -12,14 +12,14 @@ namespace {
 constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
 
 // What guided starts from: the newest sweep of each sibling family on this problem, then the family's own
-// sweeps of other problems or devices, kMaxPriorSweeps in all.
+// sweeps of other problems or devices, kMaxPriorSweeps in all, in the family's terms as it is now.
 std::vector<PriorSweep> earlier_sweeps(const KernelFamily& family, const ProblemKey& problem,
                                        const Store& store, std::int64_t sweep_id,
                                        const SweepOptions& options) {
   std::vector<PriorSweep> prior = sibling_sweeps(store, options.siblings, problem);
   for (auto& p : prior_sweeps(store, family.name, sweep_id, kMaxPriorSweeps - prior.size()))
     prior.push_back(std::move(p));
-  return prior;
+  return conform(std::move(prior), family);
 }
 
 // The guided strategy over an enumerated space: its model also sees what the plan knows of each candidate,
