@@ -207,6 +207,29 @@ class SweepLoop : public ::testing::Test {
     return out;
   }
 
+  // The stored configurations of a sweep.
+  static std::set<std::string> configurations(const Store& store, std::int64_t sweep_id) {
+    std::set<std::string> out;
+    for (const auto& [text, outcome] : outcomes(store, sweep_id)) out.insert(text);
+    return out;
+  }
+
+  // A sweep's ok configurations, fastest first, each with `extra`'s parameters set as well.
+  static std::vector<std::string> fastest_ok(const Store& store, std::int64_t sweep_id,
+                                             const Params& extra = {}) {
+    std::vector<std::pair<double, std::string>> ok;
+    for (const auto& r : store.results(sweep_id)) {
+      if (r.record.outcome != Outcome::ok) continue;
+      Params p = r.record.params;
+      for (const auto& [name, v] : extra) p[name] = v;
+      ok.emplace_back(*r.record.median_ms, params_to_text(p));
+    }
+    std::sort(ok.begin(), ok.end());
+    std::vector<std::string> out;
+    for (auto& [ms, text] : ok) out.push_back(std::move(text));
+    return out;
+  }
+
   test::TempDir root, db_dir;
   inline static test::TempDir cache_dir;  // shared, so that each configuration compiles once per run
   CompileCache cache{cache_dir.path};
@@ -684,14 +707,8 @@ TEST_F(SweepLoop, GuidedStartsFromASweepStoredBeforeTheFamilyGainedAParameter) {
   std::ostringstream before_log;
   const SweepSummary brute = run_sweep(before, problem, store, all, cache, whole, before_log);
   ASSERT_EQ(brute.measured, 6) << before_log.str();
-  std::vector<std::pair<double, std::string>> fastest;
-  for (const auto& r : store.results(brute.sweep_id)) {
-    ASSERT_EQ(r.record.params.count("ITEMS"), 0u);
-    Params p = r.record.params;
-    p["ITEMS"] = 1;
-    if (r.record.outcome == Outcome::ok) fastest.emplace_back(*r.record.median_ms, params_to_text(p));
-  }
-  std::sort(fastest.begin(), fastest.end());
+  for (const auto& r : store.results(brute.sweep_id)) ASSERT_EQ(r.record.params.count("ITEMS"), 0u);
+  const std::vector<std::string> fastest = fastest_ok(store, brute.sweep_id, {{"ITEMS", 1}});
   ASSERT_GE(fastest.size(), 3u);
 
   SweepOptions options;
@@ -700,9 +717,8 @@ TEST_F(SweepLoop, GuidedStartsFromASweepStoredBeforeTheFamilyGainedAParameter) {
   FakeWorker some;
   const SweepSummary s = sweep(store, some, options);
   ASSERT_EQ(s.measured, 3);
-  std::set<std::string> texts;
-  for (const auto& r : store.results(s.sweep_id)) texts.insert(params_to_text(r.record.params));
-  EXPECT_EQ(texts, (std::set<std::string>{fastest[0].second, fastest[1].second, fastest[2].second})) << log;
+  EXPECT_EQ(configurations(store, s.sweep_id), (std::set<std::string>{fastest[0], fastest[1], fastest[2]}))
+      << log;
   EXPECT_NE(log.find("guided: transfer from 1 sweep of this family (1000000 on "), std::string::npos) << log;
   EXPECT_NE(log.find("): their 3 fastest first"), std::string::npos) << log;
 }
@@ -723,11 +739,7 @@ TEST_F(SweepLoop, GuidedOverAHugeSpaceStartsFromTheFastestOfAnEarlierSweep) {
   std::ostringstream earlier_log;
   const SweepSummary earlier = run_sweep(wide, other, store, worker, cache, random, earlier_log);
   ASSERT_EQ(earlier.measured, 12);
-  std::vector<std::pair<double, std::string>> fastest;
-  for (const auto& r : store.results(earlier.sweep_id))
-    if (r.record.outcome == Outcome::ok)
-      fastest.emplace_back(*r.record.median_ms, params_to_text(r.record.params));
-  std::sort(fastest.begin(), fastest.end());
+  const std::vector<std::string> fastest = fastest_ok(store, earlier.sweep_id);
   ASSERT_GE(fastest.size(), 3u);
 
   SweepOptions guided;
@@ -738,13 +750,11 @@ TEST_F(SweepLoop, GuidedOverAHugeSpaceStartsFromTheFastestOfAnEarlierSweep) {
     FakeWorker gpu;
     const SweepSummary s = run_sweep(wide, problem, in, gpu, cache, guided, out);
     EXPECT_EQ(s.measured, 6);
-    std::set<std::string> texts;
-    for (const auto& r : in.results(s.sweep_id)) texts.insert(params_to_text(r.record.params));
-    return texts;
+    return configurations(in, s.sweep_id);
   };
   std::ostringstream out;
   const std::set<std::string> texts = measured(store, out);
-  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(texts.count(fastest[i].second)) << fastest[i].second;
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(texts.count(fastest[i])) << fastest[i];
   EXPECT_NE(out.str().find("guided: transfer from 1 sweep of this family (500000 on "), std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("their 3 fastest that run here first"), std::string::npos) << out.str();
@@ -752,7 +762,7 @@ TEST_F(SweepLoop, GuidedOverAHugeSpaceStartsFromTheFastestOfAnEarlierSweep) {
   Store fresh = Store::open(db_dir.path / "fresh.db");
   std::ostringstream alone;
   const std::set<std::string> without = measured(fresh, alone);
-  for (std::size_t i = 0; i < 3; ++i) EXPECT_FALSE(without.count(fastest[i].second)) << fastest[i].second;
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_FALSE(without.count(fastest[i])) << fastest[i];
   EXPECT_EQ(alone.str().find("transfer"), std::string::npos) << alone.str();
 }
 

@@ -61,11 +61,9 @@ namespace {
 
 // One result in the family's terms (see conform).
 Params conformed(const Params& params, const KernelFamily& family) {
-  Params out;
-  for (const auto& parameter : family.parameters) {
-    const auto it = params.find(parameter.name);
-    out[parameter.name] = it == params.end() ? parameter.default_value : it->second;
-  }
+  Params out = family.default_params();
+  for (auto& [name, value] : out)
+    if (const auto it = params.find(name); it != params.end()) value = it->second;
   return out;
 }
 
