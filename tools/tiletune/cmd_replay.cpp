@@ -179,6 +179,8 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "transfer", po::value(&a.transfer_files)->composing(),
       "guided starts from this space file of the same family at another size or device (repeatable)")(
       "no-plan-features", "guided: leave the plan features out of the model (an ablation)")(
+      "no-gaussian-process",
+      "guided: every pick by the trees, none by the Gaussian process's expected improvement (an ablation)")(
       "wait-for-batch",
       "guided: measure each batch whole before the next fit, rather than refit when a GPU finds nothing "
       "of the batch compiled (an ablation)")(
@@ -192,6 +194,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
           desc, argv))
     return 0;
   a.options.plan_features = std::find(argv.begin(), argv.end(), "--no-plan-features") == argv.end();
+  a.options.gaussian_process = std::find(argv.begin(), argv.end(), "--no-gaussian-process") == argv.end();
   a.options.refit_when_idle = std::find(argv.begin(), argv.end(), "--wait-for-batch") == argv.end();
   if (std::find(argv.begin(), argv.end(), "--whole-budget") != argv.end()) a.options.stop_within = -1;
   if (a.sweeps.empty() && a.space_files.empty())

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "gaussian_process.hpp"
 #include "rank_correlation.hpp"
 #include "tiletune/guided.hpp"
 #include "tiletune/occupancy.hpp"
@@ -60,6 +61,21 @@ namespace {
 using Times = std::vector<std::optional<double>>;
 
 bool measured(const Times& times, std::size_t i) { return i < times.size() && times[i].has_value(); }
+
+// Scales each of the `columns` columns of the row-major tables to [0, 1] over all of their rows together (a
+// column of one value to 0); an unknown value (NaN: a prior's rank unknown) goes to 1, the far end.
+void scale_columns(std::initializer_list<std::vector<float>*> tables, std::size_t columns) {
+  std::vector<float> lo(columns, INFINITY), hi(columns, -INFINITY);
+  for (const std::vector<float>* t : tables)
+    for (std::size_t i = 0; i < t->size(); ++i)
+      lo[i % columns] = std::min(lo[i % columns], (*t)[i]),
+             hi[i % columns] = std::max(hi[i % columns], (*t)[i]);
+  for (std::vector<float>* t : tables)
+    for (std::size_t i = 0; i < t->size(); ++i) {
+      const std::size_t c = i % columns;
+      (*t)[i] = std::isnan((*t)[i]) ? 1.0f : hi[c] > lo[c] ? ((*t)[i] - lo[c]) / (hi[c] - lo[c]) : 0.0f;
+    }
+}
 
 // The search itself; where the candidates come from (a table, or a space drawn lazily) is the subclass's.
 class GuidedStrategy : public Strategy {
@@ -160,7 +176,7 @@ class GuidedStrategy : public Strategy {
       return;
     }
     const std::vector<float> x = rows_of(open_now);
-    choose(open_now, model_.predict(x, width_), count, resampled_predictions(x));
+    choose(open_now, model_.predict(x, width_), count, resampled_predictions(x), improvements(x));
   }
 
   struct Agreement {
@@ -227,17 +243,38 @@ class GuidedStrategy : public Strategy {
     return out;
   }
 
-  // The `count` picks, the most promising first: the lowest scores (half of a full batch), then in turn the
-  // lowest not yet chosen of each resample's predictions, but a share drawn at random.
+  // The Gaussian process's expected improvement per row of x (empty where it picks nothing), fitted on the
+  // fastest of the last fit's rows with every column scaled to [0, 1] over those rows and x's.
+  std::vector<double> improvements(const std::vector<float>& x) {
+    if (options_.improvement_picks == 0) return {};
+    std::vector<std::size_t> which(fit_rows_.size());
+    std::iota(which.begin(), which.end(), 0);
+    std::stable_sort(which.begin(), which.end(),
+                     [&](std::size_t a, std::size_t b) { return fit_y_[a] < fit_y_[b]; });
+    which.resize(std::min(which.size(), kProcessRows));
+    std::vector<std::size_t> rows;
+    std::vector<float> y;
+    for (std::size_t j : which) rows.push_back(fit_rows_[j]), y.push_back(fit_y_[j]);
+    std::vector<float> fitted = rows_of(rows), open_x = x;
+    scale_columns({&fitted, &open_x}, width_);
+    gp_.fit(fitted, width_, y);
+    return gp_.expected_improvement(open_x);
+  }
+
+  // The `count` picks, the most promising first: the highest expected improvements (improvement_picks), the
+  // lowest scores (up to half of a full batch), then in turn the lowest not yet chosen of each resample's
+  // predictions, but a share drawn at random.
   void choose(const std::vector<std::size_t>& open_now, const std::vector<float>& score, std::size_t count,
-              const std::vector<std::vector<float>>& resampled = {}) {
+              const std::vector<std::vector<float>>& resampled = {}, const std::vector<double>& ei = {}) {
     std::vector<std::size_t> order = ranked(score);
     const auto explore = static_cast<std::size_t>(std::floor(options_.explore * static_cast<double>(count)));
     std::vector<bool> chosen(open_now.size());
     std::vector<std::size_t> picks;
     const auto take = [&](std::size_t j) {
-      if (!chosen[j]) chosen[j] = true, picks.push_back(j);
+      if (j < chosen.size() && !chosen[j]) chosen[j] = true, picks.push_back(j);
     };
+    while (!ei.empty() && picks.size() < std::min({options_.improvement_picks, count, open_now.size()}))
+      take(highest(ei, chosen));
     for (std::size_t j = 0, k = 0; picks.size() < order.size() && picks.size() + explore < count; ++k)
       if (picks.size() < full_picks_ || resampled.empty())
         take(order[j++]);
@@ -255,6 +292,14 @@ class GuidedStrategy : public Strategy {
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
     return order;
+  }
+
+  // The highest value not yet chosen (the first on ties); values.size() when all are.
+  static std::size_t highest(const std::vector<double>& values, const std::vector<bool>& chosen) {
+    std::size_t best = values.size();
+    for (std::size_t j = 0; j < values.size(); ++j)
+      if (!chosen[j] && (best == values.size() || values[j] > values[best])) best = j;
+    return best;
   }
 
   // The lowest score not yet chosen (the first on ties, as the shuffle left them).
@@ -313,6 +358,8 @@ class GuidedStrategy : public Strategy {
   std::size_t budget_;
   GuidedOptions options_;
   BoostedTrees model_;
+  GaussianProcess gp_;
+  static constexpr std::size_t kProcessRows = 256;  // the fastest measurements the Gaussian process fits
   std::size_t width_ = 0;
   std::vector<std::size_t> batch_;
   std::vector<std::size_t> tail_;      // the most promising after the batch, as the last fit ranked them

@@ -77,6 +77,7 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
       rows[i].insert(rows[i].end(), space.points[i].plan.begin(), space.points[i].plan.end());
   }
   guided.refit_when_idle = options.refit_when_idle;
+  if (!options.gaussian_process) guided.improvement_picks = 0;
   if (!options.transfer.empty()) {
     use_transfer(transfer_from(conform(options.transfer, family), params), rows, guided);
   }

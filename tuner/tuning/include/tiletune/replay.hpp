@@ -71,6 +71,7 @@ struct ReplayOptions {
   std::vector<PriorSweep> transfer;  // guided: earlier sweeps of the family to start from (see transfer.hpp)
   bool plan_features = true;         // guided: give the model the points' plan features (off for an ablation)
   bool refit_when_idle = true;       // guided: see GuidedOptions::refit_when_idle (off for an ablation)
+  bool gaussian_process = true;      // guided: see GuidedOptions::improvement_picks (off for an ablation)
   int compile_jobs = 1;              // compiler processes, as a sweep's -j
   std::size_t lanes = 1;             // GPUs measuring at once
   std::size_t budget = 0;            // the strategy's budget (0: none)
