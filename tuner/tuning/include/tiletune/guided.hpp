@@ -49,10 +49,11 @@ struct GuidedOptions {
   // spaces over held-out seeds, 16% fewer evaluations to within 1% in all than with them from the start).
   std::size_t plan_begin = 0, plan_count = 0;
   std::size_t plan_after = 48;
-  // Models fit on bootstrap resamples of the measurements, beside the one fit on all of them: the first
-  // half of a full batch's picks are the full model's best, the rest the best of each resample's model in
-  // turn (batch Thompson sampling), so that a batch also spreads over what the data leaves uncertain instead
-  // of crowding one predicted optimum. 0: every pick by the full model.
+  // Models fit on bootstrap resamples of the measurements, beside the one fit on all of them: a full batch's
+  // picks up to its half are the Gaussian process's (improvement_picks) and then the full model's best, the
+  // rest the best of each resample's model in turn (batch Thompson sampling), so that a batch also spreads
+  // over what the data leaves uncertain instead of crowding one predicted optimum. 0: every pick by the full
+  // model.
   std::size_t resamples = 3;
   // Picks of each batch, put first, that a Gaussian process (Matern 5/2 over the feature columns scaled to
   // [0, 1], fitted on the fastest 256 measurements) expects to improve most on the best so far: where the
