@@ -4,6 +4,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace tiletune {
 
@@ -17,63 +18,75 @@ double matern52(double squared_distance) {
   return (1 + r + r * r / 3) * std::exp(-r);
 }
 
-Matrix covariance(const std::vector<float>& a, const std::vector<float>& b,
-                  const std::vector<double>& weights) {
-  const std::size_t columns = weights.size(), n = a.size() / columns, m = b.size() / columns;
-  Matrix k(n, m);
+// The squared distance between every row of a and every row of b (`columns` wide, row-major).
+Matrix squared_distances(const std::vector<float>& a, const std::vector<float>& b, std::size_t columns) {
+  const std::size_t n = a.size() / columns, m = b.size() / columns;
+  Matrix d(n, m);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < m; ++j) {
-      double d = 0;
+      double sum = 0;
       for (std::size_t c = 0; c < columns; ++c) {
         const double e = a[i * columns + c] - b[j * columns + c];
-        d += weights[c] * e * e;
+        sum += e * e;
       }
-      k(i, j) = matern52(d);
+      d(i, j) = sum;
     }
-  return k;
+  return d;
+}
+
+// The kernel over those distances for a length scale whose inverse square is `inverse_square_scale`.
+Matrix covariance(const Matrix& squared_distances, double inverse_square_scale) {
+  return squared_distances.unaryExpr([&](double d) { return matern52(inverse_square_scale * d); });
+}
+
+// One length scale's fit of y over the points whose squared distances are given.
+struct Fit {
+  double likelihood = -INFINITY;  // the log marginal likelihood of y
+  double inverse_square_scale = 1;
+  std::vector<double> chol, alpha;  // K's Cholesky factor (row-major) and K^-1 y
+};
+
+// The fit for this length scale; nullopt where K is not positive definite.
+std::optional<Fit> fit_for(const Matrix& squared_distances, double scale, const Eigen::VectorXd& y) {
+  Fit fit;
+  fit.inverse_square_scale = 1 / (scale * scale);
+  Matrix k = covariance(squared_distances, fit.inverse_square_scale);
+  k.diagonal().array() += kNoise;
+  const Eigen::LLT<Matrix> llt(k);
+  if (llt.info() != Eigen::Success) return std::nullopt;
+  const Eigen::VectorXd a = llt.solve(y);
+  fit.likelihood = -0.5 * y.dot(a) - llt.matrixLLT().diagonal().array().log().sum();
+  const Matrix l = llt.matrixL();
+  fit.chol.assign(l.data(), l.data() + l.size());
+  fit.alpha.assign(a.data(), a.data() + a.size());
+  return fit;
 }
 
 }  // namespace
 
-// The log marginal likelihood of y under these weights (-inf where K is not positive definite); the best so
-// far is kept as the fit.
-double GaussianProcess::try_fit(const std::vector<double>& weights, const std::vector<double>& y) {
-  const auto n = static_cast<Eigen::Index>(y.size());
-  Matrix k = covariance(x_, x_, weights);
-  k.diagonal().array() += kNoise;
-  const Eigen::LLT<Matrix> llt(k);
-  if (llt.info() != Eigen::Success) return -INFINITY;
-  const Eigen::Map<const Eigen::VectorXd> v(y.data(), n);
-  const Eigen::VectorXd a = llt.solve(v);
-  const double likelihood = -0.5 * v.dot(a) - llt.matrixLLT().diagonal().array().log().sum();
-  if (alpha_.empty() || likelihood > best_likelihood_) {
-    best_likelihood_ = likelihood;
-    weights_ = weights;
-    const Matrix l = llt.matrixL();
-    chol_.assign(l.data(), l.data() + l.size());
-    alpha_.assign(a.data(), a.data() + a.size());
-  }
-  return likelihood;
-}
-
 void GaussianProcess::fit(const std::vector<float>& x, std::size_t columns, const std::vector<float>& y) {
   x_ = x;
+  columns_ = columns;
+  Eigen::VectorXd v =
+      Eigen::Map<const Eigen::VectorXf>(y.data(), static_cast<Eigen::Index>(y.size())).cast<double>();
+  const double mean = v.mean(), spread = std::sqrt((v.array() - mean).square().mean());
+  v = (v.array() - mean) / (spread > 0 ? spread : 1);
+  lowest_ = v.minCoeff();
+  const Matrix d = squared_distances(x, x, columns);
+  std::optional<Fit> best;
+  for (const double scale : {0.25, 0.5, 1.0, 2.0, 4.0})  // the one of these that explains y best
+    if (auto f = fit_for(d, scale, v); f && (!best || f->likelihood > best->likelihood)) best = std::move(f);
   alpha_.clear();
-  std::vector<double> v(y.begin(), y.end());
-  double mean = 0, spread = 0;
-  for (double e : v) mean += e / static_cast<double>(v.size());
-  for (double e : v) spread += (e - mean) * (e - mean) / static_cast<double>(v.size());
-  spread = spread > 0 ? std::sqrt(spread) : 1;
-  for (double& e : v) e = (e - mean) / spread;
-  lowest_ = *std::min_element(v.begin(), v.end());
-  const double scales[] = {0.25, 0.5, 1.0, 2.0, 4.0};
-  for (const double s : scales) try_fit(std::vector<double>(columns, 1 / (s * s)), v);
+  if (!best) return;
+  inverse_square_scale_ = best->inverse_square_scale;
+  chol_ = std::move(best->chol);
+  alpha_ = std::move(best->alpha);
 }
 
 std::vector<double> GaussianProcess::expected_improvement(const std::vector<float>& x) const {
   if (alpha_.empty()) return {};
   const auto n = static_cast<Eigen::Index>(alpha_.size());
-  const Matrix ks = covariance(x_, x, weights_);  // n x m
+  const Matrix ks = covariance(squared_distances(x_, x, columns_), inverse_square_scale_);  // n x m
   const Eigen::Map<const Matrix> l(chol_.data(), n, n);
   const Eigen::Map<const Eigen::VectorXd> a(alpha_.data(), n);
   const Matrix w = l.triangularView<Eigen::Lower>().solve(ks);

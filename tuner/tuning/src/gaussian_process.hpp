@@ -17,14 +17,12 @@ class GaussianProcess {
   std::vector<double> expected_improvement(const std::vector<float>& x) const;
 
  private:
-  double try_fit(const std::vector<double>& weights, const std::vector<double>& y);
-
   std::vector<float> x_;
-  std::vector<double> weights_;  // per column, 1 / length scale^2
-  std::vector<double> alpha_;    // K^-1 y, y standardised
-  std::vector<double> chol_;     // K's Cholesky factor, row-major
-  double lowest_ = 0;            // the lowest y fitted, standardised
-  double best_likelihood_ = 0;   // the log marginal likelihood of the fit kept
+  std::size_t columns_ = 0;
+  double inverse_square_scale_ = 1;  // 1 / the length scale kept, squared
+  std::vector<double> alpha_;        // K^-1 y, y standardised
+  std::vector<double> chol_;         // K's Cholesky factor, row-major
+  double lowest_ = 0;                // the lowest y fitted, standardised
 };
 
 }  // namespace tiletune
