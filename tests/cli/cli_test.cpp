@@ -158,6 +158,30 @@ TEST(Cli, GpuCommandsSayThereIsNoGpu) {
   EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db")) << "a sweep with no GPU left a database";
 }
 
+// bench --sustained-ms takes 0 (none) to a minute, and --config names parameters of the family with integer
+// values; anything else is refused in one line before a GPU or the database is touched.
+TEST(Cli, BenchRefusesASustainedTimeOrAConfigurationItCannotUse) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--sustained-ms -1", "--sustained-ms must be between 0 and 60000"},
+      {"--sustained-ms nan", "--sustained-ms must be between 0 and 60000"},
+      {"--sustained-ms inf", "--sustained-ms must be between 0 and 60000"},
+      {"--sustained-ms 60001", "--sustained-ms must be between 0 and 60000"},
+      {"--sustained-ms abc", "sustained-ms"},
+      {"--config FOO=1", "gemm_tiled has no parameter 'FOO' (it has BLOCK_Y, TILE_K, TILE_WIDTH)"},
+      {"--config TILE_WIDTH=x", "'x' is not a 64-bit integer"},
+      {"--config TILE_WIDTH", "NAME=INTEGER"},
+      {"--config TILE_WIDTH=8,TILE_WIDTH=16", "--config"},
+  };
+  for (const auto& [option, message] : cases) {
+    const CmdResult r = tiletune_cmd("bench --family gemm_tiled --size 64x64x64 " + option, dir);
+    EXPECT_EQ(r.status, 2) << option << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << option << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << option << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "tiletune.db"));
+}
+
 TEST(Cli, SweepRefusesAMalformedGpuList) {
   TempDir dir;
   const std::vector<std::pair<std::string, std::string>> cases = {

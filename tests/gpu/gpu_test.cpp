@@ -58,18 +58,34 @@ struct BenchRun {
 };
 
 BenchRun bench(const std::vector<KernelFamily>& fams, const KernelFamily& f, const ProblemKey& p,
-               const std::filesystem::path& db) {
+               const std::filesystem::path& db, double sustained_ms = 0,
+               const std::optional<Params>& config = std::nullopt) {
   Store store = Store::open(db, Store::Mode::read_only);
   WorkerProcess worker(0);
   MeasureSettings m;
   m.min_reps = 3;
   m.max_reps = 5;
+  m.sustained_ms = sustained_ms;
   std::ostringstream log;
   BenchRun b;
-  b.rows = run_bench(fams, f, p, store, worker, CompileCache(CompileCache::default_dir()), m, log);
+  b.rows = run_bench(fams, f, p, store, worker, CompileCache(CompileCache::default_dir()), m, log, config);
   b.log = log.str();
   return b;
 }
+
+// gemm_tiled at one size swept into a fresh database (a quick sweep), for bench's tests.
+struct SweptGemm {
+  TempDir dir;
+  std::vector<KernelFamily> fams = all_families();
+  const KernelFamily& f = find_family(fams, "gemm_tiled");
+  ProblemKey p;
+  explicit SweptGemm(const std::vector<std::int64_t>& size) : p(f.make_problem(size, {})) {
+    sweep(f, p, dir.path / "t.db");
+  }
+  BenchRun bench(double sustained_ms = 0, const std::optional<Params>& config = std::nullopt) const {
+    return ::bench(fams, f, p, dir.path / "t.db", sustained_ms, config);
+  }
+};
 
 // The branches of the wgmma template that configuration `c` takes, added to `features`.
 void note_wgmma_features(const Params& c, ElementType out, std::set<std::string>& features) {
@@ -521,12 +537,7 @@ TEST(Gpu, ResumeRefusesAnotherTemplate) {
 
 TEST(Gpu, BenchComparesWithCublasAndNaive) {
   REQUIRE_GPU();
-  TempDir dir;
-  const auto fams = all_families();
-  const KernelFamily& f = find_family(fams, "gemm_tiled");
-  const ProblemKey p = f.make_problem({512, 384, 256}, {});
-  sweep(f, p, dir.path / "t.db");
-  const auto [rows, log] = bench(fams, f, p, dir.path / "t.db");
+  const auto [rows, log] = SweptGemm({512, 384, 256}).bench();
   ASSERT_EQ(rows.size(), 2u) << log;
   EXPECT_EQ(rows[0].baseline, "cublas_sgemm");
   EXPECT_EQ(rows[1].baseline, "gemm_naive");
@@ -536,6 +547,71 @@ TEST(Gpu, BenchComparesWithCublasAndNaive) {
     EXPECT_LE(r.ratio_low, r.ratio);
     EXPECT_GE(r.ratio_high, r.ratio);
   }
+}
+
+// bench --sustained-ms: each kernel, ours and the baselines, also runs back to back for a while; every row
+// carries the time per run and the SM clock of that steady state, and their ratio. Without a flush between
+// runs, a run takes about what it takes alone: not a tenth of it, nor ten times.
+TEST(Gpu, BenchRunsEachKernelBackToBackWhenAsked) {
+  REQUIRE_GPU();
+  const auto [rows, log] = SweptGemm({1024, 768, 512}).bench(400);
+  ASSERT_EQ(rows.size(), 2u) << log;
+  for (const auto& r : rows) {
+    for (const Timing& t : {r.time, r.baseline_time}) {
+      EXPECT_GT(t.sustained_ms, 0.1 * t.median_ms) << r.baseline;
+      EXPECT_LT(t.sustained_ms, 10 * t.median_ms) << r.baseline;
+      if (r.extra.value("sm_clock_mhz", 0.0) > 0) {
+        EXPECT_GT(t.sustained_clock_mhz, 0) << r.baseline;
+      }
+    }
+    EXPECT_DOUBLE_EQ(r.sustained_ratio, r.baseline_time.sustained_ms / r.time.sustained_ms);
+  }
+  const nlohmann::json doc = bench_json(rows, DeviceLimits{});
+  EXPECT_DOUBLE_EQ(doc["results"][0]["sustained_ms"].get<double>(), rows[0].time.sustained_ms);
+  EXPECT_DOUBLE_EQ(doc["results"][1]["baseline_sustained_ms"].get<double>(),
+                   rows[1].baseline_time.sustained_ms);
+}
+
+// bench --config: the configuration given is measured, not the best stored one; one that cannot run is
+// refused in one line.
+TEST(Gpu, BenchMeasuresAGivenConfiguration) {
+  REQUIRE_GPU();
+  const SweptGemm swept({512, 384, 256});
+  Params given = swept.f.default_params();
+  given["TILE_WIDTH"] = 8;
+  given["BLOCK_Y"] = 4;
+  given["TILE_K"] = 8;
+  const auto [rows, log] = swept.bench(0, given);
+  ASSERT_EQ(rows.size(), 2u) << log;
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.config, given);
+    EXPECT_EQ(r.config_source, "given");
+    EXPECT_GT(r.time.median_ms, 0);
+  }
+  given["TILE_K"] = 7;  // the family's constraint wants TILE_K equal to TILE_WIDTH or BLOCK_Y
+  try {
+    swept.bench(0, given);
+    ADD_FAILURE() << "a configuration that cannot run was benched";
+  } catch (const SweepError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot run"), std::string::npos) << e.what();
+  }
+}
+
+// A family that declares no baseline (pnpoly_naive) still gets its own row: its time, no ratio.
+TEST(Gpu, BenchOfAFamilyWithoutBaselinesShowsItsOwnTime) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  const KernelFamily& f = find_family(fams, "pnpoly_naive");
+  ASSERT_TRUE(f.baselines.empty() && f.library_baselines.empty());
+  const ProblemKey p = f.make_problem({100000, 600}, {});
+  sweep(f, p, dir.path / "t.db");
+  const auto [rows, log] = bench(fams, f, p, dir.path / "t.db");
+  ASSERT_EQ(rows.size(), 1u) << log;
+  EXPECT_TRUE(rows[0].baseline.empty());
+  EXPECT_GT(rows[0].time.median_ms, 0);
+  EXPECT_EQ(rows[0].ratio, 0);
+  EXPECT_NE(log.find("no baseline"), std::string::npos) << log;
 }
 
 namespace {

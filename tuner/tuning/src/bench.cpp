@@ -12,7 +12,9 @@ using nlohmann::json;
 
 namespace {
 
-Timing timing_from(const wire::Reply& r) { return Timing{r.median_ms, r.p25_ms, r.p75_ms, r.spread, r.reps}; }
+Timing timing_from(const wire::Reply& r) {
+  return Timing{r.median_ms, r.p25_ms, r.p75_ms, r.spread, r.reps, r.sustained_run_ms, r.sustained_clock_mhz};
+}
 
 struct Measured {
   Params params;
@@ -76,9 +78,11 @@ BenchRow make_row(const KernelFamily& family, const ProblemKey& problem, const M
   r.baseline = baseline;
   r.baseline_config = baseline_config;
   r.baseline_time = base;
-  r.ratio = base.median_ms / ours.time.median_ms;
+  r.ratio = base.median_ms / ours.time.median_ms;  // 0 without a baseline
   r.ratio_low = base.p25_ms / ours.time.p75_ms;
   r.ratio_high = base.p75_ms / ours.time.p25_ms;
+  if (base.sustained_ms > 0 && ours.time.sustained_ms > 0)
+    r.sustained_ratio = base.sustained_ms / ours.time.sustained_ms;
   r.extra = ours.extra;
   return r;
 }
@@ -87,12 +91,14 @@ BenchRow make_row(const KernelFamily& family, const ProblemKey& problem, const M
 
 std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const KernelFamily& family,
                                 const ProblemKey& problem, const Store& store, Worker& worker,
-                                const CompileCache& cache, const MeasureSettings& settings,
-                                std::ostream& log) {
+                                const CompileCache& cache, const MeasureSettings& settings, std::ostream& log,
+                                const std::optional<Params>& config) {
   const DeviceLimits device = worker_device(worker);
   const double work = static_cast<double>(family.metric_work.eval(family.vars(problem, {})));
   std::vector<BenchRow> rows;
-  const Measured ours = best_or_default(family, problem, device, store, worker, cache, settings, log);
+  const Measured ours =
+      config ? measure_config(family, problem, *config, "given", device, worker, cache, settings)
+             : best_or_default(family, problem, device, store, worker, cache, settings, log);
 
   // Library baselines run on the same buffers, right after our kernel.
   for (const auto& lib : family.library_baselines) {
@@ -130,6 +136,10 @@ std::vector<BenchRow> run_bench(const std::vector<KernelFamily>& families, const
     rows.push_back(make_row(family, problem, ours, work, base.name,
                             params_to_text(b.params) + " (" + b.source + ")", b.time));
   }
+  if (rows.empty()) {  // no baseline declared, or none ran: our kernel's own row
+    log << "note: " << family.name << " has no baseline to compare with; its own time only\n";
+    rows.push_back(make_row(family, problem, ours, work, "", "", Timing{}));
+  }
   return rows;
 }
 
@@ -150,13 +160,21 @@ json bench_json(const std::vector<BenchRow>& rows, const DeviceLimits& device) {
                        {"metric", r.metric},
                        {"metric_unit", r.metric_unit},
                        {"baseline", r.baseline},
-                       {"baseline_config", r.baseline_config},
-                       {"baseline_median_ms", r.baseline_time.median_ms},
-                       {"baseline_spread", r.baseline_time.spread},
-                       {"ratio", r.ratio},
-                       {"ratio_low", r.ratio_low},
-                       {"ratio_high", r.ratio_high},
                        {"resources", r.extra}});
+    if (!r.baseline.empty())
+      results.back().update({{"baseline_config", r.baseline_config},
+                             {"baseline_median_ms", r.baseline_time.median_ms},
+                             {"baseline_spread", r.baseline_time.spread},
+                             {"ratio", r.ratio},
+                             {"ratio_low", r.ratio_low},
+                             {"ratio_high", r.ratio_high}});
+    if (r.time.sustained_ms > 0)
+      results.back().update(
+          {{"sustained_ms", r.time.sustained_ms}, {"sustained_clock_mhz", r.time.sustained_clock_mhz}});
+    if (r.sustained_ratio > 0)
+      results.back().update({{"baseline_sustained_ms", r.baseline_time.sustained_ms},
+                             {"baseline_sustained_clock_mhz", r.baseline_time.sustained_clock_mhz},
+                             {"sustained_ratio", r.sustained_ratio}});
   }
   return {{"schema_version", 1},
           {"device", json::parse(device.to_json())},
@@ -166,9 +184,11 @@ json bench_json(const std::vector<BenchRow>& rows, const DeviceLimits& device) {
 
 json merge_bench_json(const json& existing, const json& fresh) {
   json merged = fresh;
-  auto same = [](const json& a, const json& b) {
+  const auto given = [](const json& r) { return r.value("config_source", "") == "given"; };
+  auto same = [&](const json& a, const json& b) {
     return a.at("family") == b.at("family") && a.at("problem") == b.at("problem") &&
-           a.at("baseline") == b.at("baseline");
+           a.at("baseline") == b.at("baseline") && given(a) == given(b) &&
+           (!given(a) || a.value("config", json()) == b.value("config", json()));
   };
   json kept = json::array();
   if (existing.is_object() && existing.contains("results"))

@@ -9,7 +9,7 @@ namespace tiletune {
 namespace {
 
 wire::Repetitions repetitions(const MeasureSettings& s) {
-  return {s.min_reps, s.max_reps, s.budget_ms, s.target_spread};
+  return {s.min_reps, s.max_reps, s.budget_ms, s.target_spread, s.sustained_ms};
 }
 
 // A file fill's count is checked here, before any worker is asked: a file of the wrong size stops the sweep

@@ -16,6 +16,7 @@
 #include <iomanip>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "cublas.hpp"
 #include "cuda_failure.hpp"
@@ -560,9 +561,38 @@ class GpuSide {
     return r;
   }
 
+  // Back-to-back runs for `ms` of wall time, in batches of about 20 ms between two events, with no
+  // poisoning, L2 flush or check between them (an inout buffer is not restored): the GPU settles at the clock
+  // its power limit allows, as under an application's steady load. r gets the time per run and the mean SM
+  // clock of the second half. Then a second's rest, so that what is measured next starts from an idle GPU.
+  void sustain(wire::Reply& r, const std::function<void()>& enqueue, double ms) {
+    const int batch =
+        static_cast<int>(std::clamp(std::ceil(20.0 / std::max(r.median_ms, 1e-3)), 1.0, 1000.0));
+    const auto run_batch = [&] {
+      for (int i = 0; i < batch; ++i) enqueue();
+    };
+    const auto wall0 = std::chrono::steady_clock::now();
+    double run_ms = 0, mhz = 0;
+    int samples = 0;
+    r.sustained_runs = 0;
+    for (double spent = 0; spent < ms;
+         spent =
+             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count()) {
+      const float batch_ms = timer_->time(run_batch, false);
+      if (spent < ms / 2) continue;
+      run_ms += batch_ms;
+      r.sustained_runs += batch;
+      mhz += clock_.mhz();
+      ++samples;
+    }
+    r.sustained_run_ms = r.sustained_runs > 0 ? run_ms / r.sustained_runs : 0;
+    r.sustained_clock_mhz = samples > 0 ? mhz / samples : 0;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+
  public:
   // Warm-up and check, then timed repetitions until the spread is small or the budget is spent; the last
-  // timed run is checked again.
+  // timed run is checked again; then, if asked, the back-to-back runs of sustain().
   wire::Reply timed_loop(const wire::Repetitions& reps, const std::vector<Buffer*>& checked,
                          const std::function<void()>& enqueue) {
     try {
@@ -597,6 +627,7 @@ class GpuSide {
       r.times_ms = std::move(times);
       r.error_l2 = err;
       r.sm_clock_mhz = clock_mhz;
+      if (reps.sustained_ms > 0) sustain(r, enqueue, reps.sustained_ms);
       return r;
     } catch (const WrongResult& w) {
       wire::Reply r;

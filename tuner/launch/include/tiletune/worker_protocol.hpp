@@ -162,8 +162,10 @@ struct Repetitions {
   int max_reps = 50;
   double budget_ms = 300;
   double target_spread = 0.02;
+  double sustained_ms = 0;  // after the timed runs, back-to-back runs for this long (0: none)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Repetitions, min_reps, max_reps, budget_ms, target_spread)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Repetitions, min_reps, max_reps, budget_ms, target_spread,
+                                                sustained_ms)
 
 // Allocate and fill the problem's buffers and constants, run the setup kernels in order, then the reference
 // once: its outputs are the truth.
@@ -209,10 +211,15 @@ struct Reply {
   double error_l2 = 0;           // the largest relative L2 error of an output against its truth
   double sm_clock_mhz = 0;
   double bytes = 0;  // d2d_copy: bytes read plus written
+  // Repetitions::sustained_ms: the time per run and the mean SM clock over the second half of the
+  // back-to-back runs, and how many runs that half held (0: none made).
+  double sustained_run_ms = 0, sustained_clock_mhz = 0;
+  int sustained_runs = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Reply, ok, error, fatal, setup_ms, summary, outcome, reason,
                                                 median_ms, min_ms, p25_ms, p75_ms, spread, reps, times_ms,
-                                                error_l2, sm_clock_mhz, bytes)
+                                                error_l2, sm_clock_mhz, bytes, sustained_run_ms,
+                                                sustained_clock_mhz, sustained_runs)
 
 // A request on the wire: {"op": OP, ...the struct's fields}.
 template <typename T>

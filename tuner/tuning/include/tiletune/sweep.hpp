@@ -35,6 +35,9 @@ struct MeasureSettings {
   int max_reps = 50;
   double budget_ms = 300;       // per configuration, for the timed repetitions
   double target_spread = 0.02;  // stop repeating once (p75 - p25) / median is below this
+  // bench: after the timed runs, back-to-back runs for this long, so that the GPU settles at the clock its
+  // power limit allows, as under an application's steady load (0: none). Sweeps leave it at 0.
+  double sustained_ms = 0;
   std::uint64_t seed = 20261122;
 };
 
