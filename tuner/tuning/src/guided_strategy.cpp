@@ -271,7 +271,7 @@ class GuidedStrategy : public Strategy {
     std::vector<bool> chosen(open_now.size());
     std::vector<std::size_t> picks;
     const auto take = [&](std::size_t j) {
-      if (j < chosen.size() && !chosen[j]) chosen[j] = true, picks.push_back(j);
+      if (!chosen[j]) chosen[j] = true, picks.push_back(j);
     };
     while (!ei.empty() && picks.size() < std::min({options_.improvement_picks, count, open_now.size()}))
       take(highest(ei, chosen));
@@ -294,20 +294,21 @@ class GuidedStrategy : public Strategy {
     return order;
   }
 
-  // The highest value not yet chosen (the first on ties); values.size() when all are.
-  static std::size_t highest(const std::vector<double>& values, const std::vector<bool>& chosen) {
+  // The value not yet chosen that `before` puts first (the first on ties, as the shuffle left them); its
+  // callers stop before all are chosen.
+  template <typename T, typename Before>
+  static std::size_t first_unchosen(const std::vector<T>& values, const std::vector<bool>& chosen,
+                                    Before before) {
     std::size_t best = values.size();
     for (std::size_t j = 0; j < values.size(); ++j)
-      if (!chosen[j] && (best == values.size() || values[j] > values[best])) best = j;
+      if (!chosen[j] && (best == values.size() || before(values[j], values[best]))) best = j;
     return best;
   }
-
-  // The lowest score not yet chosen (the first on ties, as the shuffle left them).
+  static std::size_t highest(const std::vector<double>& values, const std::vector<bool>& chosen) {
+    return first_unchosen(values, chosen, std::greater<>());
+  }
   static std::size_t lowest(const std::vector<float>& score, const std::vector<bool>& chosen) {
-    std::size_t best = score.size();
-    for (std::size_t j = 0; j < score.size(); ++j)
-      if (!chosen[j] && (best == score.size() || score[j] < score[best])) best = j;
-    return best;
+    return first_unchosen(score, chosen, std::less<>());
   }
 
   // Fits log time over what was measured; a failure counts as twice the slowest time seen, so that the model

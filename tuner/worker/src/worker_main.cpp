@@ -86,6 +86,11 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Milliseconds of wall time since t0.
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // The launch layer's errors, reported as the worker reports every CUDA failure.
 template <typename F>
 auto as_cuda_failure(F&& f) -> decltype(f()) {
@@ -271,7 +276,7 @@ class GpuSide {
       summary << "; " << name << ": " << to_string(b.spec.truth) << ", scale floor " << b.floor;
     }
     setup_signature_ = signature;
-    reply.setup_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    reply.setup_ms = ms_since(t0);
     reply.summary = summary.str();
     return reply;
   }
@@ -575,9 +580,7 @@ class GpuSide {
     double run_ms = 0, mhz = 0;
     int samples = 0;
     r.sustained_runs = 0;
-    for (double spent = 0; spent < ms;
-         spent =
-             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count()) {
+    for (double spent = 0; spent < ms; spent = ms_since(wall0)) {
       const float batch_ms = timer_->time(run_batch, false);
       if (spent < ms / 2) continue;
       run_ms += batch_ms;
@@ -606,8 +609,7 @@ class GpuSide {
       while (static_cast<int>(times.size()) < reps.max_reps) {
         prepare(checked);
         times.push_back(timer_->time(enqueue, true));
-        const double spent =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count();
+        const double spent = ms_since(wall0);
         if (times.size() == 3) clock_mhz = clock_.mhz();
         if (static_cast<int>(times.size()) >= reps.min_reps &&
             (summarize(times).spread <= reps.target_spread || spent >= reps.budget_ms))
