@@ -494,6 +494,23 @@ TEST_F(SweepLoop, AnnealingOnTwoGpusRunsAWalkerOnEachAndNeverMeasuresTwice) {
   EXPECT_NE(log.find("one annealing walker per GPU"), std::string::npos) << log;
 }
 
+// Guided on two GPUs refits while the other GPU measures: what is in flight there is taken (never dealt
+// twice, counted against the budget) but has no time yet.
+TEST_F(SweepLoop, GuidedOnTwoGpusNeverMeasuresTwiceAndKeepsItsBudget) {
+  SweepOptions options;
+  options.strategy = "guided";
+  options.budget = 12;
+  Store store = Store::open(db_dir.path / "g.db");
+  std::vector<FakeWorker> gpus(2);
+  const SweepSummary s = sweep_on(gpus, store, options);
+  EXPECT_EQ(s.measured, 12);
+  const auto measured = all_measured(gpus);
+  EXPECT_EQ(measured.size(), 12u);
+  for (const auto& [launch, n] : measured) EXPECT_EQ(n, 1);
+  for (const auto& g : gpus) EXPECT_FALSE(g.measured.empty()) << "GPU " << g.ordinal << " idle: " << log;
+  EXPECT_EQ(store.results(s.sweep_id).size(), 12u);
+}
+
 TEST_F(SweepLoop, SamplingASpaceTooLargeToEnumerateOnTwoGpusStoresEachPointOnce) {
   write_wide_family(root.path);
   const KernelFamily wide = load_family(root.path / "scale_wide");

@@ -62,6 +62,10 @@ using Times = std::vector<std::optional<double>>;
 
 bool measured(const Times& times, std::size_t i) { return i < times.size() && times[i].has_value(); }
 
+// Measured and back: a time, or +inf for a failure. A configuration another GPU is measuring reads NaN: it is
+// measured for picking (never asked for twice) but teaches the model nothing yet.
+bool timed(const Times& times, std::size_t i) { return measured(times, i) && !std::isnan(*times[i]); }
+
 // Scales each of the `columns` columns of the row-major tables to [0, 1] over all of their rows together (a
 // column of one value to 0); an unknown value (NaN: a prior's rank unknown) goes to 1, the far end.
 void scale_columns(std::initializer_list<std::vector<float>*> tables, std::size_t columns) {
@@ -195,7 +199,7 @@ class GuidedStrategy : public Strategy {
     for (std::size_t s = 0; s < options_.priors.size(); ++s) {
       std::vector<double> measured_ms, prior;
       for (std::size_t i = 0; i < times.size(); ++i)
-        if (times[i] && !std::isnan(options_.priors[s][i])) {
+        if (timed(times, i) && !std::isnan(options_.priors[s][i])) {
           measured_ms.push_back(std::isfinite(*times[i]) ? *times[i] : INFINITY);
           prior.push_back(options_.priors[s][i]);
         }
@@ -314,13 +318,13 @@ class GuidedStrategy : public Strategy {
     return first_unchosen(score, chosen, std::less<>());
   }
 
-  // Fits log time over what was measured; a failure counts as twice the slowest time seen, so that the model
-  // steers away from it. False when nothing ran yet.
+  // Fits log time over what was measured (not what another GPU is measuring); a failure counts as twice the
+  // slowest time seen, so that the model steers away from it. False when nothing ran yet.
   bool fit(const Times& times) {
     std::vector<std::size_t> rows;
     double worst = -INFINITY;
     for (std::size_t i = 0; i < times.size(); ++i)
-      if (times[i]) {
+      if (timed(times, i)) {
         rows.push_back(i);
         if (std::isfinite(*times[i])) worst = std::max(worst, std::log(*times[i]));
       }

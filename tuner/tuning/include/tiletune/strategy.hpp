@@ -20,7 +20,9 @@ namespace tiletune {
 class Strategy {
  public:
   virtual ~Strategy() = default;
-  // `times[i]` is the measured median of candidate i, +inf when it failed, nullopt when not yet measured.
+  // `times[i]` is the measured median of candidate i, +inf when it failed, NaN while another GPU measures it
+  // (it counts as measured, so it is never asked for twice, but has no time yet), nullopt when not yet
+  // measured.
   virtual std::optional<std::size_t> next(const std::vector<std::optional<double>>& times) = 0;
   // The order in which candidates are likely to be asked for, so compiling can run ahead.
   virtual std::vector<std::size_t> likely_order() const = 0;
@@ -111,8 +113,8 @@ std::unique_ptr<Strategy> make_lazy_strategy(const std::string& name, LazyCandid
 // configurations the lanes deal out: the same sample as on one GPU. Annealing is one walker per lane,
 // seeded apart (walker 0 as on one GPU); they see each other's measurements and, over a space too large
 // to enumerate, draw their restarts from one shared order. A strategy sees the configurations in flight
-// on other lanes as measured (see run_sweep), so no configuration is measured twice and a budget counts
-// them.
+// on other lanes as measured with no time yet (NaN; see run_sweep), so no configuration is measured
+// twice and a budget counts them.
 std::vector<std::unique_ptr<Strategy>> make_strategies(const std::string& name, const KernelFamily& family,
                                                        const std::vector<Params>& candidates,
                                                        std::size_t budget, std::uint64_t seed,

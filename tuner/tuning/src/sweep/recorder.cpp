@@ -7,7 +7,8 @@ Recorder::Recorder(Store& store, SweepSummary& summary, Clock::time_point start,
 
 void Recorder::in_flight(std::size_t pick, std::size_t candidates) {
   times_.resize(candidates);  // a sampled space's table grows as it is drawn
-  times_[pick] = std::numeric_limits<double>::infinity();
+  // Measured as far as the strategies are concerned (never dealt twice), with no time yet.
+  times_[pick] = std::numeric_limits<double>::quiet_NaN();
 }
 
 bool Recorder::record(std::size_t k, const LaneResult& result) {
