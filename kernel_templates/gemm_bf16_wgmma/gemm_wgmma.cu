@@ -139,7 +139,11 @@ constexpr unsigned B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 constexpr int N_ATOMS = BN / 64;
 constexpr unsigned BKN_ATOM_BYTES = BK * 128;
 // Staging buffers of C per consumer, each WG_M rows of 128 bytes: every whole column block (1), or two in turn.
-constexpr int C_BUFS = EPILOGUE == 1 ? BN / C_SUB : 2;
+constexpr int C_BLOCKS = BN / C_SUB;  // whole 128-byte column blocks of a tile
+constexpr int C_BUFS = EPILOGUE == 1 ? C_BLOCKS : 2;
+// With two buffers in turn and an odd count of column blocks a tile, the next tile starts on the other buffer:
+// the last store of this tile may still be reading the one it would start on.
+constexpr bool C_ALTERNATES = EPILOGUE >= 2 && C_BLOCKS % 2 == 1;
 constexpr unsigned C_WG_BYTES = EPILOGUE ? C_BUFS * WG_M * 128 : 0;
 // Registers after reallocation: every thread starts with ENTRY_REGS (65536 per SM, one block of THREADS);
 // the producer keeps 40 and the consumers share what it gives up. setmaxnreg.inc waits until the block's pool
@@ -743,6 +747,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     };
     // The block's tiles go to its consumers in turn (ping-pong), or each to all of them (cooperative).
     if (SCHEDULE) skip(wg * k_tiles);
+#if EPILOGUE != 0
+    unsigned c_turn = 0;  // the staging buffer this consumer's next tile starts on (C_ALTERNATES)
+#endif
     const int first = cluster_id + (SCHEDULE ? wg : 0) * clusters;
     for (int patch = first; patch < patches; patch += TURNS * clusters) {
       int cm, cn;
@@ -791,13 +798,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       store_columns(C, acc, m0 + row0, n0, M, N, 0, warp, lane);
 #else
       // Column block b (C_SUB columns, 128 bytes a row) of this consumer's part goes through staging buffer
-      // b % C_BUFS: written in TMA's 128-byte swizzle (no bank conflicts), made visible to TMA (the async
-      // proxy), and stored by one thread, which clips at the edges of C.
+      // (b + c_turn) % C_BUFS: written in TMA's 128-byte swizzle (no bank conflicts), made visible to TMA (the
+      // async proxy), and stored by one thread, which clips at the edges of C.
       const unsigned stage_c = sC + wg * C_WG_BYTES;
 #pragma unroll
-      for (int b = 0; b < BN / C_SUB; ++b) {
-        const unsigned buffer = stage_c + (b % C_BUFS) * (WG_M * 128);
-        // The store that read this buffer last, C_BUFS stores ago, is done with it.
+      for (int b = 0; b < C_BLOCKS; ++b) {
+        const unsigned buffer = stage_c + ((b + c_turn) % C_BUFS) * (WG_M * 128);
+        // The store that read this buffer last, C_BUFS stores ago (in this tile or the one before), is done.
         if (t == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(C_BUFS - 1) : "memory");
         named_sync(1 + wg, 128);
         stage_column_block(buffer, acc, b, warp, lane);
@@ -808,8 +815,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
           asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         }
       }
+      if (C_ALTERNATES) c_turn ^= 1;
       // A tile BN wide that is not whole 128-byte columns stores the last part column from registers.
-      if (BN % C_SUB) store_columns(C, acc, m0 + row0, n0, M, N, BN / C_SUB * (C_SUB / 8), warp, lane);
+      if (BN % C_SUB) store_columns(C, acc, m0 + row0, n0, M, N, C_BLOCKS * (C_SUB / 8), warp, lane);
 #endif
     }
 #if EPILOGUE != 0
