@@ -187,6 +187,20 @@ class SweepLoop : public ::testing::Test {
     return s;
   }
 
+  // A sweep of `strategy` with `budget` on the fake GPUs: it must measure `budget` configurations, each once.
+  SweepSummary sweep_each_once_on(std::vector<FakeWorker>& gpus, Store& store, const std::string& strategy,
+                                  int budget) {
+    SweepOptions options;
+    options.strategy = strategy;
+    options.budget = static_cast<std::size_t>(budget);
+    const SweepSummary s = sweep_on(gpus, store, options);
+    EXPECT_EQ(s.measured, budget) << strategy;
+    const auto measured = all_measured(gpus);
+    EXPECT_EQ(measured.size(), static_cast<std::size_t>(budget)) << strategy;
+    for (const auto& [launch, n] : measured) EXPECT_EQ(n, 1) << strategy << " measured a launch twice";
+    return s;
+  }
+
   // Every launch the fake GPUs measured, with how often.
   static std::map<FakeWorker::Launch, int> all_measured(const std::vector<FakeWorker>& gpus) {
     std::map<FakeWorker::Launch, int> out;
@@ -479,17 +493,10 @@ TEST_F(SweepLoop, RandomOnThreeGpusMeasuresTheSampleOneGpuWould) {
 }
 
 TEST_F(SweepLoop, AnnealingOnTwoGpusRunsAWalkerOnEachAndNeverMeasuresTwice) {
-  SweepOptions options;
-  options.strategy = "annealing";
-  options.budget = 12;
   Store store = Store::open(db_dir.path / "a.db");
   std::vector<FakeWorker> gpus(2);
-  const SweepSummary s = sweep_on(gpus, store, options);
+  const SweepSummary s = sweep_each_once_on(gpus, store, "annealing", 12);
   EXPECT_EQ(s.walkers, 2);
-  EXPECT_EQ(s.measured, 12);
-  const auto measured = all_measured(gpus);
-  EXPECT_EQ(measured.size(), 12u);
-  for (const auto& [launch, n] : measured) EXPECT_EQ(n, 1);
   EXPECT_EQ(store.sweep(s.sweep_id)->strategy, "annealing on 2 GPUs (2 walkers)");
   EXPECT_NE(log.find("one annealing walker per GPU"), std::string::npos) << log;
 }
@@ -497,16 +504,9 @@ TEST_F(SweepLoop, AnnealingOnTwoGpusRunsAWalkerOnEachAndNeverMeasuresTwice) {
 // Guided on two GPUs refits while the other GPU measures: what is in flight there is taken (never dealt
 // twice, counted against the budget) but has no time yet.
 TEST_F(SweepLoop, GuidedOnTwoGpusNeverMeasuresTwiceAndKeepsItsBudget) {
-  SweepOptions options;
-  options.strategy = "guided";
-  options.budget = 12;
   Store store = Store::open(db_dir.path / "g.db");
   std::vector<FakeWorker> gpus(2);
-  const SweepSummary s = sweep_on(gpus, store, options);
-  EXPECT_EQ(s.measured, 12);
-  const auto measured = all_measured(gpus);
-  EXPECT_EQ(measured.size(), 12u);
-  for (const auto& [launch, n] : measured) EXPECT_EQ(n, 1);
+  const SweepSummary s = sweep_each_once_on(gpus, store, "guided", 12);
   for (const auto& g : gpus) EXPECT_FALSE(g.measured.empty()) << "GPU " << g.ordinal << " idle: " << log;
   EXPECT_EQ(store.results(s.sweep_id).size(), 12u);
 }

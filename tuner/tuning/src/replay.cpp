@@ -158,7 +158,7 @@ class Replayer {
         drained_[k] = true;
       return;
     }
-    times_[*pick] = std::numeric_limits<double>::quiet_NaN();  // in flight: never asked for twice
+    times_[*pick] = kInFlight;  // never asked for twice
     if (!fixed_) prefetch(k, *pick, walker.upcoming(), t);
     const ReplayPoint& p = space_.points[*pick];
     const double ready = pool_->ready_at(*pick, t, fixed_);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,10 @@
 #include "tiletune/plan.hpp"
 
 namespace tiletune {
+
+// The time of a candidate another GPU is measuring (see Strategy::next): taken, so never dealt twice, but
+// not yet timed.
+inline constexpr double kInFlight = std::numeric_limits<double>::quiet_NaN();
 
 // Strategies speak in candidate slots. Over an enumerated space the candidates are fixed; over a space too
 // large to enumerate (see make_lazy_strategy) the strategy finds them as it goes, so the table grows during

@@ -1,5 +1,7 @@
 #include "recorder.hpp"
 
+#include "tiletune/strategy.hpp"
+
 namespace tiletune::sweep {
 
 Recorder::Recorder(Store& store, SweepSummary& summary, Clock::time_point start, std::size_t candidates)
@@ -7,8 +9,7 @@ Recorder::Recorder(Store& store, SweepSummary& summary, Clock::time_point start,
 
 void Recorder::in_flight(std::size_t pick, std::size_t candidates) {
   times_.resize(candidates);  // a sampled space's table grows as it is drawn
-  // Measured as far as the strategies are concerned (never dealt twice), with no time yet.
-  times_[pick] = std::numeric_limits<double>::quiet_NaN();
+  times_[pick] = kInFlight;
 }
 
 bool Recorder::record(std::size_t k, const LaneResult& result) {
