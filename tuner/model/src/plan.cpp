@@ -1,6 +1,7 @@
 #include "tiletune/plan.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <sstream>
 #include <string_view>
 
@@ -444,12 +445,21 @@ void apply_compile_result(PlannedConfig& c, const CompileResult& result, const D
 Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
                const CompileCache& cache, const PlanOptions& options) {
   Plan plan;
-  const std::vector<Params> space = options.subset ? *options.subset : enumerate_space(family);
-  std::vector<std::size_t> indices;
-  for (std::size_t i = 0; i < space.size(); ++i)
-    if (options.subset || options.shard.contains(i)) indices.push_back(i);
-  prune_each(family, device, problem, space, indices,
-             [&](PlannedConfig&& c) { plan.configs.push_back(std::move(c)); });
+  std::vector<std::uint64_t> indices;
+  const auto keep = [&](PlannedConfig&& c) { plan.configs.push_back(std::move(c)); };
+  if (options.subset) {
+    indices.resize(options.subset->size());
+    std::iota(indices.begin(), indices.end(), 0);
+    prune_each(
+        family, device, problem, [&](std::uint64_t i) { return (*options.subset)[i]; }, indices, keep);
+  } else {
+    check_space_enumerable(family);
+    const SpaceIndex space(family);
+    for (std::uint64_t i = 0; i < space.size(); ++i)
+      if (options.shard.contains(i)) indices.push_back(i);
+    prune_each(
+        family, device, problem, [&](std::uint64_t i) { return space.at(i); }, indices, keep);
+  }
   if (!options.compile) return plan;
   std::vector<CompileJob> jobs;
   std::vector<std::size_t> which;

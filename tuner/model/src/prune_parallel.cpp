@@ -20,8 +20,8 @@ struct JoinAll {
 }  // namespace
 
 void prune_each(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
-                const std::vector<Params>& space, const std::vector<std::size_t>& indices,
-                const std::function<void(PlannedConfig&&)>& each) {
+                const std::function<Params(std::uint64_t)>& configuration_at,
+                const std::vector<std::uint64_t>& indices, const std::function<void(PlannedConfig&&)>& each) {
   // Pruning is pure: a block of the space at a time, on every core.
   const std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 32);
   constexpr std::size_t kBlock = 1 << 16;
@@ -32,7 +32,7 @@ void prune_each(const KernelFamily& family, const DeviceLimits& device, const Pr
     const auto prune_part = [&](std::size_t part) {
       try {
         for (std::size_t j = part; j < block.size(); j += threads)
-          block[j] = prune_before_compile(family, device, problem, space[indices[first + j]]);
+          block[j] = prune_before_compile(family, device, problem, configuration_at(indices[first + j]));
       } catch (...) {
         failed[part] = std::current_exception();
       }

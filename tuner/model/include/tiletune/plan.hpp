@@ -117,11 +117,13 @@ inline constexpr long long kMaxPortableClusterSize = 8;
 PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,
                                    const ProblemKey& problem, const Params& params);
 
-// prune_before_compile of space[i] for every i in `indices`, a block at a time on every core; `each` gets
-// them in the order of `indices`. `tiletune plan` and an enumerated sweep both prune through it.
+// prune_before_compile of configuration_at(i) for every i in `indices`, a block at a time on every core;
+// `each` gets them in the order of `indices`. Each configuration is made by the thread that prunes it, so a
+// space is never held whole (half a million configurations held as Params took half a gigabyte and most of
+// the time). `tiletune plan` and an enumerated sweep both prune through it.
 void prune_each(const KernelFamily& family, const DeviceLimits& device, const ProblemKey& problem,
-                const std::vector<Params>& space, const std::vector<std::size_t>& indices,
-                const std::function<void(PlannedConfig&&)>& each);
+                const std::function<Params(std::uint64_t)>& configuration_at,
+                const std::vector<std::uint64_t>& indices, const std::function<void(PlannedConfig&&)>& each);
 
 // The runnable configurations of a space too large to enumerate, found as a strategy visits points. A
 // point is pruned (by `prune`, e.g. prune_before_compile) on its first visit: a runnable one takes the next

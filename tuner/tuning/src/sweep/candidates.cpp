@@ -7,19 +7,21 @@ Candidates enumerated_candidates(const KernelFamily& family, const DeviceLimits&
                                  const std::set<std::string>& done, PrunedTally& pruned) {
   Candidates c;
   c.walk = SpaceWalk::enumerated;
-  const std::vector<Params> space = enumerate_space(family);
+  check_space_enumerable(family);
+  const SpaceIndex space(family);
   c.space_size = space.size();
-  std::vector<std::size_t> todo;  // the space's indices in this shard and not stored before a resume
-  for (std::size_t i = 0; i < space.size(); ++i) {
+  std::vector<std::uint64_t> todo;  // the space's indices in this shard and not stored before a resume
+  for (std::uint64_t i = 0; i < space.size(); ++i) {
     if (!shard.contains(i)) continue;
-    if (!done.empty() && done.count(params_to_text(space[i]))) {
+    if (!done.empty() && done.count(params_to_text(space.at(i)))) {
       ++c.resumed_skipped;
       continue;
     }
     todo.push_back(i);
   }
   c.in_shard = todo.size() + static_cast<std::size_t>(c.resumed_skipped);
-  prune_each(family, device, problem, space, todo, [&](PlannedConfig&& config) {
+  const auto configuration_at = [&space](std::uint64_t i) { return space.at(i); };
+  prune_each(family, device, problem, configuration_at, todo, [&](PlannedConfig&& config) {
     if (config.outcome == Outcome::ok)
       c.table.push_back(std::move(config));
     else
