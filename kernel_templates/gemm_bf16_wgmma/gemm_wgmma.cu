@@ -37,7 +37,11 @@
 // columns (BN 160 or 232) stores its last part column straight from registers, as EPILOGUE 0 does.
 //
 // BN 160 and 232 fit the waves of odd shapes: 1537 x 776 takes 25 x 5 tiles of 64 x 160 on 132 SMs (5 x 192
-// computes 20% more for the same count), 3000 x 5000 exactly 4 turns of 24 x 22 tiles of 128 x 232.
+// computes 20% more for the same count), 3000 x 5000 exactly 4 turns of 24 x 22 tiles of 128 x 232. BN 32
+// (B as N x K) gives the decode shapes of a linear layer (M = 64) a block per SM: 64 x 4096 takes 128 tiles of
+// 64 x 32 where 64 x 64 leaves half the SMs idle. Its 16-bit C is narrower than a 128-byte column block, so it
+// is stored from registers (EPILOGUE 0). Such small tiles fit rings of up to 14 stages (64 x 64 with 64 of k:
+// 16 KB a stage), which keep more of a memory-bound stream in flight.
 //
 // B_KN = 1 (16-bit inputs only) takes B as K x N, row-major (C = A B, the layout of the seeds' GEMM): TMA
 // reads B's rows as they are stored, 64 columns (128 bytes) of BK rows at a time, into N-major 128-byte
@@ -159,8 +163,9 @@ static_assert(BK % ATOM_K == 0, "BK is whole 128-byte rows");
 static_assert(WG_M % 64 == 0, "each consumer takes whole m64 slices");
 static_assert(SCHEDULE == 0 || (SCHEDULE == 1 && CONSUMERS == 2), "ping-pong (SCHEDULE 1): two consumers");
 static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma's N is a multiple of 8 up to 256");
-static_assert(BN == 64 || BN == 128 || BN == 160 || BN == 192 || BN == 232 || BN == 256,
-              "wgmma wrappers exist for N 64, 128, 160, 192, 232, 256");
+static_assert(BN == 32 || BN == 64 || BN == 128 || BN == 160 || BN == 192 || BN == 232 || BN == 256,
+              "wgmma wrappers exist for N 32, 64, 128, 160, 192, 232, 256");
+static_assert(BN >= C_SUB || EPILOGUE == 0, "a tile narrower than 128 bytes of C stores it from registers");
 static_assert(BM <= 256 && BN <= 256, "a TMA box holds at most 256 rows");
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
 static_assert(STAGES >= 2, "at least two stages");
@@ -284,6 +289,17 @@ __device__ __forceinline__ void wgmma_wait() {
 
 // D (64 x N, FP32, this thread's N / 2 values) += A (64 x MMA_K) * B (N x MMA_K)^T, both from shared memory;
 // accumulate == 0 overwrites D.
+__device__ __forceinline__ void wgmma_n32(float (&d)[16], unsigned long long a, unsigned long long b,
+                                          int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32" TT_MMA_KIND " {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "%16, %17, p, 1, 1" TT_MMA_TRANS ";\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b), "r"(accumulate));
+}
 __device__ __forceinline__ void wgmma_n64(float (&d)[32], unsigned long long a, unsigned long long b,
                                           int accumulate) {
   asm volatile(
@@ -435,6 +451,7 @@ __device__ __forceinline__ void wgmma_n232(float (&d)[116], unsigned long long a
 template <int N>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], unsigned long long a, unsigned long long b,
                                       int accumulate) {
+  if constexpr (N == 32) wgmma_n32(d, a, b, accumulate);
   if constexpr (N == 64) wgmma_n64(d, a, b, accumulate);
   if constexpr (N == 128) wgmma_n128(d, a, b, accumulate);
   if constexpr (N == 160) wgmma_n160(d, a, b, accumulate);

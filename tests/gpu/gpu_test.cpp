@@ -101,6 +101,33 @@ void note_wgmma_features(const Params& c, ElementType out, std::set<std::string>
     features.insert("part_column");
 }
 
+// A copy of the family keeping only the listed values of the parameters named (those of them the family has).
+KernelFamily restricted(const KernelFamily& family,
+                        const std::map<std::string, std::vector<std::int64_t>>& keep) {
+  KernelFamily f = family;
+  for (auto& p : f.parameters) {
+    const auto k = keep.find(p.name);
+    if (k == keep.end()) continue;
+    std::erase_if(p.values,
+                  [&](std::int64_t v) { return std::ranges::find(k->second, v) == k->second.end(); });
+    p.default_value = p.values.front();
+  }
+  return f;
+}
+
+// Every configuration the sweep ran was right (per element, against the reference); returns how many ran.
+int expect_every_run_ok(const SweepRun& r, const std::string& name, const ProblemKey& p) {
+  int ok = 0;
+  for (const auto& x : r.results) {
+    const auto& rec = x.record;
+    if (rec.outcome == Outcome::pruned) continue;
+    EXPECT_EQ(rec.outcome, Outcome::ok)
+        << name << " " << p.size_text() << " " << params_to_text(rec.params) << ": " << rec.reason;
+    ok += rec.outcome == Outcome::ok;
+  }
+  return ok;
+}
+
 }  // namespace
 
 // Every runnable configuration of every built-in family is correct at sizes that are not tile multiples and
@@ -329,32 +356,49 @@ TEST(Gpu, WgmmaStagingBuffersAreNotRewrittenWhileAStoreReadsThem) {
       {"EPILOGUE", {2, 3}},   {"CLUSTER_M", {1, 2}}, {"CLUSTER_N", {1}},
       {"PERSISTENT", {1, 2}}, {"RASTER", {0}},       {"GROUP", {8}}};
   for (const auto& [name, bn] : cases) {
-    KernelFamily f = find_family(fams, name);
-    for (auto& p : f.parameters) {
-      const auto k = keep.find(p.name);
-      if (p.name == "BN") p.values = {bn};
-      if (k != keep.end())  // those of the values the family has (TF32 has no EPILOGUE 3)
-        std::erase_if(p.values,
-                      [&](std::int64_t v) { return std::ranges::find(k->second, v) == k->second.end(); });
-      p.default_value = p.values.front();
-    }
+    auto only = keep;
+    only["BN"] = {bn};
+    const KernelFamily f = restricted(find_family(fams, name), only);  // TF32 has no EPILOGUE 3
     for (const auto& size : std::vector<std::vector<std::int64_t>>{{2100, 1504, 264}, {4000, 3000, 128}}) {
       for (std::uint64_t seed = 1; seed <= 3; ++seed) {
         SweepOptions o = quick();
         o.measure.seed = seed;
         const ProblemKey p = f.make_problem(size, {});
         const SweepRun r = sweep(f, p, dir.path / (name + std::to_string(seed) + ".db"), o);
-        int ok = 0;
-        for (const auto& x : r.results) {
-          const auto& rec = x.record;
-          if (rec.outcome == Outcome::pruned) continue;
-          EXPECT_EQ(rec.outcome, Outcome::ok)
-              << name << " " << p.size_text() << " " << params_to_text(rec.params) << ": " << rec.reason;
-          ok += rec.outcome == Outcome::ok;
-        }
-        EXPECT_GE(ok, 8) << name << " " << p.size_text();
+        EXPECT_GE(expect_every_run_ok(r, name, p), 8) << name << " " << p.size_text();
       }
     }
+  }
+}
+
+// Tiles 32 columns wide (N x K families: one wgmma m64n32, C stored from registers, or by TMA in TF32) and
+// rings deeper than 8 stages, which only small tiles fit (64 x 64 with 64 of k: 14 stages in 227 KB), as the
+// decode shapes of a linear layer take them. Every configuration of restricted copies, brute force, at sizes
+// that are not tile multiples and smaller than a tile, every element against float64.
+TEST(Gpu, WgmmaNarrowTilesAndDeepRingsAreCorrect) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto fams = all_families();
+  const std::map<std::string, std::vector<std::int64_t>> keep = {
+      {"BM", {64}},       {"BN", {32, 64}},       {"STAGES", {10, 12, 14}}, {"CLUSTER_M", {1}},
+      {"CLUSTER_N", {1}}, {"PERSISTENT", {0, 1}}, {"RASTER", {0}},          {"GROUP", {8}}};
+  for (const std::string name : {"gemm_bf16_wgmma", "gemm_tf32_wgmma", "gemm_f16_wgmma_ab"}) {
+    const KernelFamily f = restricted(find_family(fams, name), keep);  // the _ab families have no BN 32
+    std::set<std::int64_t> widths, depths;
+    for (const auto& size :
+         std::vector<std::vector<std::int64_t>>{{1, 40, 64}, {37, 56, 776}, {200, 3000, 1032}}) {
+      SweepOptions o = quick();
+      o.strategy = "brute_force";
+      const ProblemKey p = f.make_problem(size, {});
+      const SweepRun r = sweep(f, p, dir.path / (name + ".db"), o);
+      EXPECT_GE(expect_every_run_ok(r, name, p), 4) << name << " " << p.size_text();
+      for (const auto& x : r.results)
+        if (x.record.outcome == Outcome::ok)
+          widths.insert(x.record.params.at("BN")), depths.insert(x.record.params.at("STAGES"));
+    }
+    EXPECT_EQ(widths.size(), name.ends_with("_ab") ? 1u : 2u) << name;
+    EXPECT_GE(depths.size(), 2u) << name;
+    EXPECT_GT(*depths.rbegin(), 8) << name;
   }
 }
 

@@ -30,13 +30,14 @@ Params with(const KernelFamily& f, const Params& changes) {
 
 int input_bytes(const KernelFamily& f) { return static_cast<int>(size_of(find_argument(f, "A")->type)); }
 
-// The configuration with the deepest ring that fits, STAGES from 8 down (the ring-depth rule keeps only the
-// two deepest), or the last reason it was pruned.
+// The configuration with the deepest ring that fits, the family's STAGES values from the largest down (the
+// ring-depth rule keeps only the two deepest), or the last reason it was pruned.
 PlannedConfig deepest_ring(const KernelFamily& f, const DeviceLimits& device, const ProblemKey& p,
                            Params params) {
   PlannedConfig c;
-  for (std::int64_t stages = 8; stages >= 2; --stages) {
-    params["STAGES"] = stages;
+  const auto& depths = std::ranges::find(f.parameters, "STAGES", &Parameter::name)->values;
+  for (auto stages = depths.rbegin(); stages != depths.rend(); ++stages) {
+    params["STAGES"] = *stages;
     c = prune_before_compile(f, device, p, params);
     if (c.outcome == Outcome::ok) break;
   }
@@ -190,6 +191,30 @@ TEST(WgmmaFamilies, BalancedGridAndPingPongLaunches) {
   }
 }
 
+// BN 32 (one wgmma m64n32) gives a decode shape's 64 rows a block per SM, and a tile that small takes the
+// deepest ring, 14 stages of one 128-byte row of k (12 KB each). Its 16-bit C, 64 bytes a row, is narrower
+// than the TMA-store epilogues' 128-byte column blocks and is stored from registers; TF32's is one whole
+// block.
+TEST(WgmmaFamilies, NarrowTilesTakeTheDeepestRingAndStore16BitCFromRegisters) {
+  const DeviceLimits h100 = load_profile("h100");
+  for (const char* name : kFamilies) {
+    const KernelFamily& f = find_family(builtin(), name);
+    const ProblemKey decode = f.make_problem({64, 4096, 4096}, {});
+    const Params narrow = with(f, {{"BM", 64}, {"BN", 32}, {"CONSUMERS", 1}, {"EPILOGUE", 0}});
+    const PlannedConfig c = deepest_ring(f, h100, decode, narrow);
+    ASSERT_EQ(c.outcome, Outcome::ok) << name << ": " << c.reason;
+    EXPECT_EQ(c.params.at("STAGES"), 14) << name;
+    EXPECT_EQ(c.launch.grid[0], 128) << name;  // 4096 / 32 tiles of 64 rows, on an H100's 132 SMs
+    Params staged = c.params;
+    staged["EPILOGUE"] = 1;
+    const PlannedConfig s = prune_before_compile(f, h100, decode, staged);
+    if (input_bytes(f) == 2)
+      EXPECT_NE(s.reason.find("narrower than 128 bytes of C"), std::string::npos) << name << ": " << s.reason;
+    else
+      EXPECT_EQ(s.outcome, Outcome::ok) << name << ": " << s.reason;
+  }
+}
+
 // NVRTC compiles configurations that cover the template's branches (one and two consumers, cooperative and
 // ping-pong, clusters along either side, the four epilogues, the deepest tiles, every wgmma width, the
 // Hilbert order) for sm_90a: no spills, the register split of two consumers (168 at entry) and no wgmma
@@ -209,6 +234,8 @@ TEST(WgmmaFamilies, SampledConfigurationsCompileForSm90aWithoutSpillsOrSerialise
       {{"BM", 128}, {"BN", 232}, {"EPILOGUE", 2}},
       {{"BM", 128}, {"BN", 232}, {"EPILOGUE", 3}},
       {{"BM", 64}, {"BN", 160}, {"CONSUMERS", 1}, {"EPILOGUE", 1}, {"PERSISTENT", 0}},
+      // The narrowest tile (one wgmma m64n32) and, being small, the deepest ring: 14 stages.
+      {{"BM", 64}, {"BN", 32}, {"CONSUMERS", 1}, {"EPILOGUE", 0}},
   };
   for (const char* name : kFamilies) {
     const KernelFamily& f = find_family(builtin(), name);
