@@ -739,6 +739,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
           }
         }
       }
+      // No block leaves while another block of its cluster may still arrive on its barriers: the producer
+      // waits until every consumer of the cluster has released each stage once more (a stage never filled
+      // passes at once), so the last arrivals on this block's barriers have landed. The rest of the block
+      // goes on to its epilogue and leaves without waiting for the other blocks' (a cluster-wide barrier at
+      // the end made clusters 1 to 4% slower).
+      if (CLUSTER > 1)
+        for (int s = 0; s < STAGES; ++s) {
+          mbar_wait_cluster(empty_bar + 8 * stage, phase ^ 1);
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
     }
   } else {
 #if CONSUMERS > 1
@@ -844,6 +857,4 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 #endif
   }
-  // No block leaves while another block of its cluster may still arrive on its barriers.
-  if (CLUSTER > 1) cluster_sync();
 }
