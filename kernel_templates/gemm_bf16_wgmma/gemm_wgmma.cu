@@ -205,6 +205,14 @@ __device__ __forceinline__ unsigned long long b_desc(unsigned stage_base, int k)
 #endif
 }
 
+// The ring's next stage; its barriers' phase flips each time the ring wraps.
+__device__ __forceinline__ void next_stage(int& stage, unsigned& phase) {
+  if (++stage == STAGES) {
+    stage = 0;
+    phase ^= 1;
+  }
+}
+
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
@@ -733,10 +741,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             else if (rank_m == 0)
               tma_load_multicast(dst_b, &tma_b, bar, x, y, col_mask);
           }
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
+          next_stage(stage, phase);
         }
       }
       // No block leaves while another block of its cluster may still arrive on its barriers: the producer
@@ -747,10 +752,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       if (CLUSTER > 1)
         for (int s = 0; s < STAGES; ++s) {
           mbar_wait_cluster(empty_bar + 8 * stage, phase ^ 1);
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
+          next_stage(stage, phase);
         }
     }
   } else {
@@ -814,10 +816,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         wgmma_wait<1>();
         if (previous >= 0) release(previous);
         previous = stage;
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1;
-        }
+        next_stage(stage, phase);
       }
       // The other consumer's next tile (the one after this patch in the block's walk), if any, may start.
       if (SCHEDULE && patch + clusters < patches) named_arrive(3 + (1 - wg), 256);
