@@ -271,9 +271,13 @@ void check_space_enumerable(const KernelFamily& family) {
         "--budget N' or give its parameters fewer values");
 }
 
-std::vector<Params> enumerate_space(const KernelFamily& family) {
+SpaceIndex enumerable_space(const KernelFamily& family) {
   check_space_enumerable(family);
-  const SpaceIndex space(family);
+  return SpaceIndex(family);
+}
+
+std::vector<Params> enumerate_space(const KernelFamily& family) {
+  const SpaceIndex space = enumerable_space(family);
   std::vector<Params> out;
   out.reserve(static_cast<std::size_t>(space.size()));
   for (std::uint64_t i = 0; i < space.size(); ++i) out.push_back(space.at(i));
@@ -453,8 +457,7 @@ Plan make_plan(const KernelFamily& family, const DeviceLimits& device, const Pro
     prune_each(
         family, device, problem, [&](std::uint64_t i) { return (*options.subset)[i]; }, indices, keep);
   } else {
-    check_space_enumerable(family);
-    const SpaceIndex space(family);
+    const SpaceIndex space = enumerable_space(family);
     for (std::uint64_t i = 0; i < space.size(); ++i)
       if (options.shard.contains(i)) indices.push_back(i);
     prune_each(

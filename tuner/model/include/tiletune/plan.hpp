@@ -107,6 +107,10 @@ class SpaceIndex {
   std::uint64_t size_ = 1;
 };
 
+// The family's space as a SpaceIndex, once check_space_enumerable has let it through (a plan, an enumerated
+// sweep and enumerate_space walk it whole).
+SpaceIndex enumerable_space(const KernelFamily& family);
+
 // The most blocks in a thread block cluster that every GPU with clusters launches (more needs an opt-in).
 inline constexpr long long kMaxPortableClusterSize = 8;
 

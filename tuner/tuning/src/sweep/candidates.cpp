@@ -7,8 +7,7 @@ Candidates enumerated_candidates(const KernelFamily& family, const DeviceLimits&
                                  const std::set<std::string>& done, PrunedTally& pruned) {
   Candidates c;
   c.walk = SpaceWalk::enumerated;
-  check_space_enumerable(family);
-  const SpaceIndex space(family);
+  const SpaceIndex space = enumerable_space(family);
   c.space_size = space.size();
   std::vector<std::uint64_t> todo;  // the space's indices in this shard and not stored before a resume
   for (std::uint64_t i = 0; i < space.size(); ++i) {
