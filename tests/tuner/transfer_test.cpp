@@ -223,6 +223,85 @@ TEST(Transfer, ANewGemmSizeIsFoundWithinThirtyMeasurementsAfterTwoOthers) {
   }
 }
 
+// A block's share of the time follows whole waves of one block per SM: 512 blocks on 132 SMs run in 4
+// waves, 64 in one, so each of the 64 (twice the share of the work) takes twice the time of one of the 512.
+TEST(Transfer, WaveScaleFollowsWholeWavesOfBlocksOverTheSms) {
+  EXPECT_DOUBLE_EQ(wave_scale(512, 132, 64, 132), 2.0);
+  EXPECT_DOUBLE_EQ(wave_scale(64, 132, 512, 132), 0.5);
+  EXPECT_DOUBLE_EQ(wave_scale(264, 132, 264, 132), 1.0);
+  EXPECT_DOUBLE_EQ(wave_scale(128, 132, 64, 132), 2.0);  // both under one wave: the share of work alone
+  EXPECT_DOUBLE_EQ(wave_scale(132, 132, 133, 132), 2.0 * 132 / 133);  // one block more is a wave more
+  EXPECT_DOUBLE_EQ(wave_scale(264, 132, 264, 114), 3.0 / 2.0);        // the same grid on fewer SMs
+  EXPECT_DOUBLE_EQ(wave_scale(0, 132, 64, 132), 1.0);                 // unknown: unscaled
+  EXPECT_DOUBLE_EQ(wave_scale(64, 132, 64, 0), 1.0);
+}
+
+// The grids come from the space files' plan features: 4096^3 found from 1000^3 alone within a few
+// measurements, where the unscaled order (1000^3 splits K, 4096^3 does not) misleads the start; and 2048^3
+// from 1000^3 and 4096^3, whose scaled times speak as one. Median over 20 seeds.
+TEST(Transfer, TimesScaledToTheNewGridFindAGemmSizeWithinAFewMeasurements) {
+  const auto space = [](const std::string& size) {
+    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
+  };
+  const ReplaySpace small = space("1000"), mid = space("2048"), large = space("4096");
+  const GridWaves waves = grid_waves_of(large);
+  EXPECT_EQ(waves.sms, 132);
+  ASSERT_EQ(waves.blocks.size(), large.points.size());
+  ReplayOptions scaled, unscaled;
+  scaled.transfer = {prior_sweep_of(small)};
+  EXPECT_EQ(scaled.transfer[0].sms, 132);
+  unscaled.transfer = scaled.transfer;
+  unscaled.transfer[0].blocks.clear();
+  const ReplayStat with = replay_stat(evaluations_to_1pct(large, scaled));
+  const ReplayStat without = replay_stat(evaluations_to_1pct(large, unscaled));
+  std::cout << "4096^3 from 1000^3, evaluations to 1%: " << with.median << " scaled, " << without.median
+            << " unscaled\n";
+  EXPECT_LE(with.median, 5);
+  EXPECT_GT(without.median, 30);
+  ReplayOptions two;
+  two.transfer = {prior_sweep_of(small), prior_sweep_of(large)};
+  const ReplayStat consensus = replay_stat(evaluations_to_1pct(mid, two));
+  std::cout << "2048^3 from 1000^3 and 4096^3: " << consensus.median << "\n";
+  EXPECT_LE(consensus.median, 10);
+}
+
+// The consensus of scaled sweeps is one prior, measured first and followed; a sweep without grids stays a
+// prior of its own after it; the line says the times were scaled.
+TEST(Transfer, ScaledSweepsSpeakAsOneBesideThoseWithoutGrids) {
+  const auto space = [](const std::string& size) {
+    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
+  };
+  const ReplaySpace small = space("1000"), mid = space("2048"), large = space("4096");
+  std::vector<Params> params;
+  for (const auto& p : mid.points) params.push_back(p.params);
+  PriorSweep bare = prior_sweep_of(small);
+  bare.blocks.clear();
+  const Transfer t =
+      transfer_from({prior_sweep_of(small), prior_sweep_of(large), bare}, params, 3, grid_waves_of(mid));
+  ASSERT_EQ(t.ranks.size(), 2u);
+  EXPECT_NE(
+      t.line.find("the one that agrees best with what is measured (times scaled to this problem's waves of "
+                  "blocks, their consensus)"),
+      std::string::npos)
+      << t.line;
+  // The consensus's fastest is the configuration whose mean log scaled time is the least.
+  const GridWaves here = grid_waves_of(mid), at_small = grid_waves_of(small), at_large = grid_waves_of(large);
+  std::size_t best = 0;
+  double least = INFINITY;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& a = small.points[i];
+    const auto& b = large.points[i];
+    ASSERT_EQ(a.params, params[i]);
+    ASSERT_EQ(b.params, params[i]);
+    if (!a.median_ms || !b.median_ms) continue;
+    const double m = std::log(*a.median_ms * wave_scale(at_small.blocks[i], 132, here.blocks[i], 132)) +
+                     std::log(*b.median_ms * wave_scale(at_large.blocks[i], 132, here.blocks[i], 132));
+    if (m < least) least = m, best = i;
+  }
+  EXPECT_EQ(t.first.front(), best);
+  EXPECT_EQ(t.ranks[0][best], 0.0f);
+}
+
 // 1000^3 splits K where 2048^3 and 4096^3 do not: their order misleads it, and the start drops them, so that
 // the transfer costs at most half again the measurements of a search without it (it cost twice as many).
 TEST(Transfer, SizesUnlikeTheNewOneCostLittle) {

@@ -32,10 +32,33 @@ KernelFamily replay_family(const ReplaySpace& space) {
   return family;
 }
 
+GridWaves grid_waves_of(const ReplaySpace& space) {
+  const auto column = [&](const char* name) {
+    const auto it = std::find(space.plan_names.begin(), space.plan_names.end(), name);
+    return static_cast<std::size_t>(it - space.plan_names.begin());
+  };
+  const std::size_t blocks = column("log2_blocks"), waves = column("waves"), per_sm = column("blocks_per_sm");
+  if (std::max({blocks, waves, per_sm}) >= space.plan_names.size()) return {};
+  GridWaves out;
+  std::vector<double> sms;
+  for (const auto& p : space.points) {
+    const double g = std::exp2(p.plan[blocks]);
+    out.blocks.push_back(g);
+    if (p.plan[waves] > 0) sms.push_back(g / (p.plan[waves] * std::max(1.0f, p.plan[per_sm])));
+  }
+  if (sms.empty()) return {};
+  std::nth_element(sms.begin(), sms.begin() + static_cast<std::ptrdiff_t>(sms.size() / 2), sms.end());
+  out.sms = static_cast<int>(std::lround(sms[sms.size() / 2]));
+  return out;
+}
+
 PriorSweep prior_sweep_of(const ReplaySpace& space) {
   PriorSweep p;
   p.label = space.name;
   for (const auto& point : space.points) p.results.emplace_back(point.params, point.median_ms);
+  GridWaves grids = grid_waves_of(space);
+  p.blocks = std::move(grids.blocks);
+  p.sms = grids.sms;
   return p;
 }
 
@@ -79,7 +102,8 @@ std::vector<std::unique_ptr<Strategy>> make_walkers(const ReplaySpace& space, co
   guided.refit_when_idle = options.refit_when_idle;
   if (!options.gaussian_process) guided.improvement_picks = 0;
   if (!options.transfer.empty()) {
-    use_transfer(transfer_from(conform(options.transfer, family), params), rows, guided);
+    use_transfer(transfer_from(conform(options.transfer, family), params, 3, grid_waves_of(space)), rows,
+                 guided);
   }
   std::vector<std::unique_ptr<Strategy>> out;
   out.push_back(make_guided_strategy(std::move(rows), options.budget, seed, guided));

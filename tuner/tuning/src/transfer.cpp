@@ -16,6 +16,8 @@ namespace {
 std::optional<PriorSweep> prior_of(const Store& store, const SweepInfo& info, std::string label) {
   PriorSweep p;
   p.label = std::move(label);
+  p.sms = info.device.sm_count;
+  p.problem = info.problem;
   bool any_ok = false;
   for (const auto& r : store.measured_results(info.id)) {
     any_ok = any_ok || r.record.outcome == Outcome::ok;
@@ -76,34 +78,103 @@ std::vector<PriorSweep> conform(std::vector<PriorSweep> prior, const KernelFamil
   for (auto& sweep : prior) {
     std::map<std::string, std::size_t> at;
     std::vector<std::pair<Params, std::optional<double>>> results;
-    for (auto& [params, median] : sweep.results) {
+    std::vector<double> blocks;
+    for (std::size_t r = 0; r < sweep.results.size(); ++r) {
+      auto& [params, median] = sweep.results[r];
       Params p = conformed(params, family);
       const auto [it, fresh] = at.emplace(params_to_text(p), results.size());
-      if (fresh)
+      const double grid = r < sweep.blocks.size() ? sweep.blocks[r] : 0;
+      if (fresh) {
         results.emplace_back(std::move(p), median);
-      else if (better(median, results[it->second].second))
+        blocks.push_back(grid);
+      } else if (better(median, results[it->second].second)) {
         results[it->second].second = median;
+        blocks[it->second] = grid;
+      }
     }
     sweep.results = std::move(results);
+    if (!sweep.blocks.empty()) sweep.blocks = std::move(blocks);
   }
   return prior;
 }
 
+void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const DeviceLimits& device) {
+  for (auto& sweep : prior) {
+    if (!sweep.problem || sweep.sms <= 0) continue;
+    DeviceLimits there = device;
+    there.sm_count = sweep.sms;
+    sweep.blocks.clear();
+    for (const auto& [params, median] : sweep.results) {
+      const PlannedConfig c = prune_before_compile(family, there, *sweep.problem, params);
+      const auto& g = c.launch.grid;
+      sweep.blocks.push_back(c.outcome == Outcome::ok ? static_cast<double>(g[0] * g[1] * g[2]) : 0.0);
+    }
+  }
+}
+
+double wave_scale(double from_blocks, int from_sms, double to_blocks, int to_sms) {
+  if (from_blocks <= 0 || to_blocks <= 0 || from_sms <= 0 || to_sms <= 0) return 1.0;
+  const auto per_block = [](double blocks, int sms) { return std::ceil(blocks / sms - 1e-9) / blocks; };
+  return per_block(to_blocks, to_sms) / per_block(from_blocks, from_sms);
+}
+
 namespace {
 
-// Each configuration's rank within one sweep: 0 the fastest, 1 the slowest ok one or any failure.
-std::map<std::string, double> ranks_of(const PriorSweep& sweep) {
-  std::vector<std::pair<double, std::string>> ok;
-  std::map<std::string, double> rank;
-  for (const auto& [params, median] : sweep.results) {
-    if (median)
-      ok.emplace_back(*median, params_to_text(params));
-    else
-      rank[params_to_text(params)] = 1.0;
+// One sweep's time for each candidate as this problem would see it: NaN where it has none, +inf where it
+// failed, and scaled by wave_scale where both grids are known.
+std::vector<double> times_here(const PriorSweep& sweep, const std::map<std::string, std::size_t>& slot,
+                               const GridWaves& waves) {
+  std::vector<double> t(slot.size(), NAN);
+  for (std::size_t r = 0; r < sweep.results.size(); ++r) {
+    const auto it = slot.find(params_to_text(sweep.results[r].first));
+    if (it == slot.end()) continue;
+    const std::size_t i = it->second;
+    const auto& median = sweep.results[r].second;
+    if (!median) {
+      t[i] = INFINITY;
+      continue;
+    }
+    const double from = r < sweep.blocks.size() ? sweep.blocks[r] : 0;
+    const double to = i < waves.blocks.size() ? waves.blocks[i] : 0;
+    t[i] = *median * wave_scale(from, sweep.sms, to, waves.sms);
+  }
+  return t;
+}
+
+// Whether a sweep's times can be scaled to the new problem.
+bool scalable(const PriorSweep& sweep, const GridWaves& waves) {
+  return sweep.sms > 0 && !sweep.blocks.empty() && waves.sms > 0 && !waves.blocks.empty();
+}
+
+// The sweeps' consensus: per candidate, the mean log of the times of the sweeps that have one (+inf where
+// any of them failed; NaN where none has it).
+std::vector<double> consensus(const std::vector<std::vector<double>>& times) {
+  std::vector<double> out(times.front().size(), NAN);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& t : times)
+      if (!std::isnan(t[i])) sum += std::log(t[i]), ++n;
+    if (n > 0) out[i] = sum / n;
+  }
+  return out;
+}
+
+// Each time's rank among the finite ones: 0 the fastest, 1 the slowest; 1 for +inf (a failure); NaN stays.
+std::vector<float> ranks_of(const std::vector<double>& times) {
+  std::vector<std::pair<double, std::size_t>> ok;
+  std::vector<float> rank(times.size(), NAN);
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    if (std::isfinite(times[i]))
+      ok.emplace_back(times[i], i);
+    else if (!std::isnan(times[i]))
+      rank[i] = 1.0f;
   }
   std::sort(ok.begin(), ok.end());
-  for (std::size_t i = 0; i < ok.size(); ++i)
-    rank[ok[i].second] = ok.size() > 1 ? static_cast<double>(i) / static_cast<double>(ok.size() - 1) : 0.0;
+  for (std::size_t j = 0; j < ok.size(); ++j)
+    rank[ok[j].second] = ok.size() > 1
+                             ? static_cast<float>(static_cast<double>(j) / static_cast<double>(ok.size() - 1))
+                             : 0.0f;
   return rank;
 }
 
@@ -124,33 +195,39 @@ std::string transfer_head(const std::vector<PriorSweep>& prior) {
 }  // namespace
 
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
-                       std::size_t first_per_sweep) {
+                       std::size_t first_per_sweep, const GridWaves& waves) {
   Transfer t;
   if (prior.empty()) return t;
   std::map<std::string, std::size_t> slot;
   for (std::size_t i = 0; i < candidates.size(); ++i) slot[params_to_text(candidates[i])] = i;
-  std::vector<std::vector<std::size_t>> fastest(prior.size());
-  for (std::size_t s = 0; s < prior.size(); ++s) {
-    std::vector<float> rank(candidates.size(), NAN);
-    std::vector<std::pair<double, std::size_t>> order;
-    for (const auto& [text, r] : ranks_of(prior[s]))
-      if (const auto it = slot.find(text); it != slot.end()) {
-        rank[it->second] = static_cast<float>(r);
-        order.emplace_back(r, it->second);
-      }
+  // The sweeps whose times scale to this problem speak as one, their consensus; the others each alone.
+  std::vector<std::vector<double>> times, scaled;
+  for (const auto& sweep : prior)
+    (scalable(sweep, waves) ? scaled : times).push_back(times_here(sweep, slot, waves));
+  if (!scaled.empty()) times.insert(times.begin(), scaled.size() > 1 ? consensus(scaled) : scaled.front());
+  std::vector<std::vector<std::size_t>> fastest(times.size());
+  for (std::size_t s = 0; s < times.size(); ++s) {
+    std::vector<float> rank = ranks_of(times[s]);
+    std::vector<std::pair<float, std::size_t>> order;
+    for (std::size_t i = 0; i < rank.size(); ++i)
+      if (!std::isnan(rank[i])) order.emplace_back(rank[i], i);
     std::sort(order.begin(), order.end());
     for (std::size_t j = 0; j < std::min(first_per_sweep, order.size()); ++j)
       fastest[s].push_back(order[j].second);
     t.ranks.push_back(std::move(rank));
   }
-  for (std::size_t j = 0; j < first_per_sweep; ++j)  // each sweep's best, then each one's second, ...
+  for (std::size_t j = 0; j < first_per_sweep; ++j)  // each prior's best, then each one's second, ...
     for (const auto& f : fastest)
       if (j < f.size() && std::find(t.first.begin(), t.first.end(), f[j]) == t.first.end())
         t.first.push_back(f[j]);
   if (t.first.empty()) return {};  // none of their configurations is one of these: nothing to say
+  const std::string scaling = scaled.empty() ? ""
+                              : scaled.size() > 1
+                                  ? " (times scaled to this problem's waves of blocks, their consensus)"
+                                  : " (times scaled to this problem's waves of blocks)";
   t.line = transfer_head(prior) + ": their " + std::to_string(t.first.size()) +
            " fastest first, then the rank order of " +
-           (prior.size() > 1 ? "the one that agrees best with what is measured" : "it");
+           (times.size() > 1 ? "the one that agrees best with what is measured" : "it") + scaling;
   return t;
 }
 

@@ -64,7 +64,11 @@ void add_plan_features(ReplaySpace& space, const KernelFamily& family, const Dev
 void write_replay_space(const ReplaySpace& space, std::ostream& out);
 ReplaySpace read_replay_space(const std::filesystem::path& path);
 
-// A space as an earlier sweep that guided transfers from.
+// The grid of each point and the GPU's SMs, from the space's plan features (log2_blocks, and the SMs that
+// waves = blocks / (SMs x blocks_per_sm) implies); empty where the space has none.
+GridWaves grid_waves_of(const ReplaySpace& space);
+
+// A space as an earlier sweep that guided transfers from, with its grids where the plan features hold them.
 PriorSweep prior_sweep_of(const ReplaySpace& space);
 
 struct ReplayOptions {

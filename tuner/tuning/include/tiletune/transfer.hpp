@@ -24,7 +24,30 @@ struct PriorSweep {
   std::string label;
   std::vector<std::pair<Params, std::optional<double>>> results;
   bool sibling = false;  // a sweep of a sibling family (see sibling_families), not of this one
+  // Where known: each result's grid (blocks, in the order of `results`; 0 where unknown) on its problem, and
+  // the SMs of the GPU it ran on. With the new problem's grids (GridWaves) they scale its times to the new
+  // problem (see wave_scale).
+  std::vector<double> blocks;
+  int sms = 0;
+  std::optional<ProblemKey> problem;  // what it measured, where known (a sweep in the store)
 };
+
+// Fills each prior sweep's `blocks` that has its problem and SMs: every result's grid there as `family`
+// plans it now on `device` with the sweep's SMs (0 where it does not plan as runnable).
+void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const DeviceLimits& device);
+
+// The new problem's side of that scaling: each candidate's grid (blocks; 0 where unknown) and the GPU's SMs.
+struct GridWaves {
+  std::vector<double> blocks;
+  int sms = 0;
+};
+
+// What a time measured with `from_blocks` blocks on `from_sms` SMs is multiplied by to estimate it with
+// `to_blocks` blocks on `to_sms` SMs: the blocks run in whole waves of one per SM, each block's share of
+// the work shrinks as the grid grows, so the estimate follows ceil(blocks / SMs) / blocks. A grid below
+// one wave leaves SMs idle (a GEMM of 1000^3 in 64 tiles of 128 x 128), which is what makes a small
+// problem split K where a large one does not. 1 where any of them is unknown (0).
+double wave_scale(double from_blocks, int from_sms, double to_blocks, int to_sms);
 
 // How many earlier sweeps a sweep starts from at most, its siblings' and its own together.
 constexpr std::size_t kMaxPriorSweeps = 8;
@@ -43,18 +66,20 @@ std::vector<PriorSweep> sibling_sweeps(const Store& store, const std::vector<std
 std::vector<PriorSweep> conform(std::vector<PriorSweep> prior, const KernelFamily& family);
 
 struct Transfer {
-  // Per prior sweep, per candidate: its rank among that sweep's results, 0 the fastest to 1 the slowest or
-  // failed; NaN where that sweep did not measure it. Sizes differ in what is fast (a GEMM of 1000^3 splits K,
-  // one of 4096^3 does not), so each sweep stays its own column rather than one mean.
+  // Per prior, per candidate: its rank among that prior's candidates, 0 the fastest to 1 the slowest or
+  // failed; NaN where that prior has no time for it. A prior is one earlier sweep's times, scaled to this
+  // problem where the grids are known (wave_scale). Where two or more sweeps were scaled, the first prior is
+  // their consensus, the mean of the log of the scaled times, followed by each sweep's own.
   std::vector<std::vector<float>> ranks;
   std::vector<std::size_t> first;  // candidates to measure first: each prior sweep's fastest, in turn
   std::string line;                // what the sweep says on its first line ("" without prior sweeps)
 };
 
-// `first_per_sweep`: how many of each prior sweep's fastest configurations are measured first. Where none of
-// the prior sweeps' configurations is among `candidates`, the transfer is empty (no line).
+// `first_per_sweep`: how many of each prior's fastest configurations are measured first. Where none of
+// the prior sweeps' configurations is among `candidates`, the transfer is empty (no line). `waves`: the
+// candidates' grids, to scale the earlier sweeps' times by (empty: their times as they are).
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
-                       std::size_t first_per_sweep = 3);
+                       std::size_t first_per_sweep = 3, const GridWaves& waves = {});
 
 // Transfer over a space too large to enumerate, whose candidates are drawn as the walk goes (so no rank
 // prior): each prior sweep's `first_per_sweep` fastest configurations, in turn, that run on this problem are
