@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <set>
 #include <utility>
@@ -105,9 +106,14 @@ void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const
     there.sm_count = sweep.sms;
     sweep.blocks.clear();
     for (const auto& [params, median] : sweep.results) {
-      const PlannedConfig c = prune_before_compile(family, there, *sweep.problem, params);
-      const auto& g = c.launch.grid;
-      sweep.blocks.push_back(c.outcome == Outcome::ok ? static_cast<double>(g[0] * g[1] * g[2]) : 0.0);
+      double blocks = 0;  // unknown: that result's time is not scaled
+      try {
+        const PlannedConfig c = prune_before_compile(family, there, *sweep.problem, params);
+        const auto& g = c.launch.grid;
+        if (c.outcome == Outcome::ok) blocks = static_cast<double>(g[0] * g[1] * g[2]);
+      } catch (const std::exception&) {  // a problem the family no longer plans (its dims changed)
+      }
+      sweep.blocks.push_back(blocks);
     }
   }
 }
