@@ -127,29 +127,31 @@ double wave_scale(double from_blocks, int from_sms, double to_blocks, int to_sms
 namespace {
 
 // One sweep's time for each candidate as this problem would see it: NaN where it has none, +inf where it
-// failed, and scaled by wave_scale where both grids are known.
-std::vector<double> times_here(const PriorSweep& sweep, const std::map<std::string, std::size_t>& slot,
-                               const GridWaves& waves) {
-  std::vector<double> t(slot.size(), NAN);
+// failed, scaled by wave_scale where both grids are known; and whether any time was scaled (none is where
+// the sweep measured this problem, or its grids are not known).
+struct TimesHere {
+  std::vector<double> times;
+  bool scaled = false;
+};
+TimesHere times_here(const PriorSweep& sweep, const std::map<std::string, std::size_t>& slot,
+                     const GridWaves& waves) {
+  TimesHere out{std::vector<double>(slot.size(), NAN)};
   for (std::size_t r = 0; r < sweep.results.size(); ++r) {
     const auto it = slot.find(params_to_text(sweep.results[r].first));
     if (it == slot.end()) continue;
     const std::size_t i = it->second;
     const auto& median = sweep.results[r].second;
     if (!median) {
-      t[i] = INFINITY;
+      out.times[i] = INFINITY;
       continue;
     }
     const double from = r < sweep.blocks.size() ? sweep.blocks[r] : 0;
     const double to = i < waves.blocks.size() ? waves.blocks[i] : 0;
-    t[i] = *median * wave_scale(from, sweep.sms, to, waves.sms);
+    const double scale = wave_scale(from, sweep.sms, to, waves.sms);
+    out.scaled = out.scaled || scale != 1.0;
+    out.times[i] = *median * scale;
   }
-  return t;
-}
-
-// Whether a sweep's times can be scaled to the new problem.
-bool scalable(const PriorSweep& sweep, const GridWaves& waves) {
-  return sweep.sms > 0 && !sweep.blocks.empty() && waves.sms > 0 && !waves.blocks.empty();
+  return out;
 }
 
 // The sweeps' consensus: per candidate, the mean log of the times of the sweeps that have one (+inf where
@@ -206,11 +208,15 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
   if (prior.empty()) return t;
   std::map<std::string, std::size_t> slot;
   for (std::size_t i = 0; i < candidates.size(); ++i) slot[params_to_text(candidates[i])] = i;
-  // The sweeps whose times scale to this problem speak as one, their consensus; the others each alone.
+  // A sweep of this problem (a sibling's, or on another GPU with as many SMs) speaks for itself, first, as
+  // does one whose grids are not known; the sweeps whose times were scaled from other problems speak as one,
+  // their consensus, after them.
   std::vector<std::vector<double>> times, scaled;
-  for (const auto& sweep : prior)
-    (scalable(sweep, waves) ? scaled : times).push_back(times_here(sweep, slot, waves));
-  if (!scaled.empty()) times.insert(times.begin(), scaled.size() > 1 ? consensus(scaled) : scaled.front());
+  for (const auto& sweep : prior) {
+    TimesHere here = times_here(sweep, slot, waves);
+    (here.scaled ? scaled : times).push_back(std::move(here.times));
+  }
+  if (!scaled.empty()) times.push_back(scaled.size() > 1 ? consensus(scaled) : scaled.front());
   std::vector<std::vector<std::size_t>> fastest(times.size());
   for (std::size_t s = 0; s < times.size(); ++s) {
     std::vector<float> rank = ranks_of(times[s]);

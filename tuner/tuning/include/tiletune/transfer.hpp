@@ -67,9 +67,11 @@ std::vector<PriorSweep> conform(std::vector<PriorSweep> prior, const KernelFamil
 
 struct Transfer {
   // Per prior, per candidate: its rank among that prior's candidates, 0 the fastest to 1 the slowest or
-  // failed; NaN where that prior has no time for it. A prior is one earlier sweep's times, scaled to this
-  // problem where the grids are known (wave_scale). Where two or more sweeps were scaled, the first prior is
-  // their consensus, the mean of the log of the scaled times, followed by each sweep's own.
+  // failed; NaN where that prior has no time for it. Each sweep of this problem (a sibling's, or on another
+  // GPU with as many SMs) is a prior of its own, first, as is one whose grids are not known; then the sweeps
+  // of other problems, whose times are scaled to this one (wave_scale), as one prior: the mean of the log of
+  // their scaled times. Sizes differ in what is fast (a GEMM of 1000^3 splits K, one of 4096^3 does not); the
+  // scaling accounts for the part of that which the grid explains.
   std::vector<std::vector<float>> ranks;
   std::vector<std::size_t> first;  // candidates to measure first: each prior sweep's fastest, in turn
   std::string line;                // what the sweep says on its first line ("" without prior sweeps)
