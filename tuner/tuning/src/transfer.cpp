@@ -168,6 +168,9 @@ std::vector<double> consensus(const std::vector<std::vector<double>>& times) {
   return out;
 }
 
+// Orders times so that the finite ones come first, the least first (NaN and +inf after them).
+bool finite_first(double a, double b) { return std::isfinite(a) && (!std::isfinite(b) || a < b); }
+
 // Each time's rank among the finite ones: 0 the fastest, 1 the slowest; 1 for +inf (a failure); NaN stays.
 std::vector<float> ranks_of(const std::vector<double>& times) {
   std::vector<std::pair<double, std::size_t>> ok;
@@ -232,6 +235,15 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
     for (const auto& f : fastest)
       if (j < f.size() && std::find(t.first.begin(), t.first.end(), f[j]) == t.first.end())
         t.first.push_back(f[j]);
+  // Then each scaled sweep's own fastest: the consensus of sizes far apart can bury the best of the nearest
+  // (8192^3 from 4096^3, 2000^3 and 1000^3).
+  for (const auto& one : scaled)
+    if (scaled.size() > 1)
+      if (const auto best = std::min_element(one.begin(), one.end(), finite_first);
+          best != one.end() && std::isfinite(*best)) {
+        const auto i = static_cast<std::size_t>(best - one.begin());
+        if (std::find(t.first.begin(), t.first.end(), i) == t.first.end()) t.first.push_back(i);
+      }
   if (t.first.empty()) return {};  // none of their configurations is one of these: nothing to say
   const std::string scaling = scaled.empty() ? ""
                               : scaled.size() > 1
