@@ -168,8 +168,24 @@ std::vector<double> consensus(const std::vector<std::vector<double>>& times) {
   return out;
 }
 
-// Orders times so that the finite ones come first, the least first (NaN and +inf after them).
-bool finite_first(double a, double b) { return std::isfinite(a) && (!std::isfinite(b) || a < b); }
+// The `count` candidates with the least finite times, the least first.
+std::vector<std::size_t> fastest_of(const std::vector<double>& times, std::size_t count) {
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t i = 0; i < times.size(); ++i)
+    if (std::isfinite(times[i])) order.emplace_back(times[i], i);
+  std::sort(order.begin(), order.end());
+  std::vector<std::size_t> out;
+  for (std::size_t j = 0; j < std::min(count, order.size()); ++j) out.push_back(order[j].second);
+  return out;
+}
+
+// Appends to `first` each list's first, then each one's second, ... up to `count` each, none twice.
+void add_in_turn(const std::vector<std::vector<std::size_t>>& lists, std::size_t count,
+                 std::vector<std::size_t>& first) {
+  for (std::size_t j = 0; j < count; ++j)
+    for (const auto& f : lists)
+      if (j < f.size() && std::find(first.begin(), first.end(), f[j]) == first.end()) first.push_back(f[j]);
+}
 
 // Each time's rank among the finite ones: 0 the fastest, 1 the slowest; 1 for +inf (a failure); NaN stays.
 std::vector<float> ranks_of(const std::vector<double>& times) {
@@ -220,30 +236,18 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
     (here.scaled ? scaled : times).push_back(std::move(here.times));
   }
   if (!scaled.empty()) times.push_back(scaled.size() > 1 ? consensus(scaled) : scaled.front());
-  std::vector<std::vector<std::size_t>> fastest(times.size());
-  for (std::size_t s = 0; s < times.size(); ++s) {
-    std::vector<float> rank = ranks_of(times[s]);
-    std::vector<std::pair<float, std::size_t>> order;
-    for (std::size_t i = 0; i < rank.size(); ++i)
-      if (!std::isnan(rank[i])) order.emplace_back(rank[i], i);
-    std::sort(order.begin(), order.end());
-    for (std::size_t j = 0; j < std::min(first_per_sweep, order.size()); ++j)
-      fastest[s].push_back(order[j].second);
-    t.ranks.push_back(std::move(rank));
+  std::vector<std::vector<std::size_t>> fastest;
+  for (const auto& one : times) {
+    fastest.push_back(fastest_of(one, first_per_sweep));
+    t.ranks.push_back(ranks_of(one));
   }
-  for (std::size_t j = 0; j < first_per_sweep; ++j)  // each prior's best, then each one's second, ...
-    for (const auto& f : fastest)
-      if (j < f.size() && std::find(t.first.begin(), t.first.end(), f[j]) == t.first.end())
-        t.first.push_back(f[j]);
-  // Then each scaled sweep's own fastest: the consensus of sizes far apart can bury the best of the nearest
-  // (8192^3 from 4096^3, 2000^3 and 1000^3).
+  add_in_turn(fastest, first_per_sweep, t.first);
+  // Then each scaled sweep's own fastest, in turn: a consensus of sizes far apart can bury the best of the
+  // nearest (8192^3 from 4096^3, 2000^3 and 1000^3).
+  std::vector<std::vector<std::size_t>> own;
   for (const auto& one : scaled)
-    if (scaled.size() > 1)
-      if (const auto best = std::min_element(one.begin(), one.end(), finite_first);
-          best != one.end() && std::isfinite(*best)) {
-        const auto i = static_cast<std::size_t>(best - one.begin());
-        if (std::find(t.first.begin(), t.first.end(), i) == t.first.end()) t.first.push_back(i);
-      }
+    if (scaled.size() > 1) own.push_back(fastest_of(one, first_per_sweep));
+  add_in_turn(own, first_per_sweep, t.first);
   if (t.first.empty()) return {};  // none of their configurations is one of these: nothing to say
   const std::string scaling = scaled.empty() ? ""
                               : scaled.size() > 1
