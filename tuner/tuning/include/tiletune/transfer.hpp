@@ -73,8 +73,10 @@ struct Transfer {
   // their scaled times. Sizes differ in what is fast (a GEMM of 1000^3 splits K, one of 4096^3 does not); the
   // scaling accounts for the part of that which the grid explains.
   std::vector<std::vector<float>> ranks;
-  std::vector<std::size_t> first;  // candidates to measure first: each prior sweep's fastest, in turn
-  std::string line;                // what the sweep says on its first line ("" without prior sweeps)
+  // Candidates to measure first: each prior's fastest, in turn, then each scaled sweep's own fastest, in
+  // turn.
+  std::vector<std::size_t> first;
+  std::string line;  // what the sweep says on its first line ("" without prior sweeps)
 };
 
 // `first_per_sweep`: how many of each prior's fastest configurations are measured first. Where none of
