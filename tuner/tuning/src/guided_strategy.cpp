@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "gaussian_process.hpp"
@@ -167,7 +168,7 @@ class GuidedStrategy : public Strategy {
     if (done < options_.initial || !fit(times)) {
       const Agreement agreement = agreeing_prior(times);
       if (!options_.priors.empty() && agreement.points >= options_.agreement_after &&
-          agreement.rho < options_.least_agreement && spread(times) > options_.least_spread)
+          unlike(times, agreement))
         drop_transfer(done, agreement);
       if (options_.priors.empty()) {
         const std::size_t n = std::min(count, open_now.size()), m = std::min(n + ahead_, open_now.size());
@@ -210,6 +211,30 @@ class GuidedStrategy : public Strategy {
     return best;
   }
 
+  // Whether the earlier sweeps are unlike this problem (see GuidedOptions::least_agreement): the prior that
+  // agrees best orders what was measured unlike it, and where its times are known, they also fit badly.
+  bool unlike(const Times& times, const Agreement& agreement) const {
+    if (agreement.rho >= options_.least_agreement || spread(times) <= options_.least_spread) return false;
+    const std::optional<double> m = misfit(times, agreement.prior);
+    return !m || *m > options_.most_misfit;
+  }
+
+  // The standard deviation of log(measured time) less the log time prior `p` gives, over the measured points
+  // where both are finite; nullopt without the prior's times or with fewer than three such points.
+  std::optional<double> misfit(const Times& times, std::size_t p) const {
+    if (p >= options_.prior_log_times.size()) return std::nullopt;
+    const std::vector<float>& prior = options_.prior_log_times[p];
+    std::vector<double> r;
+    for (std::size_t i = 0; i < times.size() && i < prior.size(); ++i)
+      if (timed(times, i) && std::isfinite(*times[i]) && std::isfinite(prior[i]))
+        r.push_back(std::log(*times[i]) - prior[i]);
+    if (r.size() < 3) return std::nullopt;
+    const double mean = std::accumulate(r.begin(), r.end(), 0.0) / static_cast<double>(r.size());
+    double squares = 0;
+    for (double v : r) squares += (v - mean) * (v - mean);
+    return std::sqrt(squares / static_cast<double>(r.size() - 1));
+  }
+
   // The slowest time measured over the fastest (failures left out; 1 with fewer than two).
   static double spread(const Times& times) {
     double lo = INFINITY, hi = 0;
@@ -228,6 +253,7 @@ class GuidedStrategy : public Strategy {
               " at best): transfer dropped after " + std::to_string(done) + " measurements";
     dropped_columns_ = options_.priors.size();
     options_.priors.clear();
+    options_.prior_log_times.clear();
     options_.initial = done + random_start_;
   }
 

@@ -154,8 +154,8 @@ TimesHere times_here(const PriorSweep& sweep, const std::map<std::string, std::s
   return out;
 }
 
-// The sweeps' consensus: per candidate, the mean log of the times of the sweeps that have one (+inf where
-// any of them failed; NaN where none has it).
+// The sweeps' consensus: per candidate, the geometric mean of the times of the sweeps that have one (+inf
+// where any of them failed; NaN where none has it).
 std::vector<double> consensus(const std::vector<std::vector<double>>& times) {
   std::vector<double> out(times.front().size(), NAN);
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -163,7 +163,7 @@ std::vector<double> consensus(const std::vector<std::vector<double>>& times) {
     int n = 0;
     for (const auto& t : times)
       if (!std::isnan(t[i])) sum += std::log(t[i]), ++n;
-    if (n > 0) out[i] = sum / n;
+    if (n > 0) out[i] = std::exp(sum / n);
   }
   return out;
 }
@@ -205,6 +205,13 @@ std::vector<float> ranks_of(const std::vector<double>& times) {
   return rank;
 }
 
+// The log of each time (+inf and NaN stay).
+std::vector<float> logs_of(const std::vector<double>& times) {
+  std::vector<float> out;
+  for (double t : times) out.push_back(static_cast<float>(std::isfinite(t) ? std::log(t) : t));
+  return out;
+}
+
 // "guided: transfer from 2 sweeps of this family (LABEL; LABEL)": the start of the line that says so.
 std::string transfer_head(const std::vector<PriorSweep>& prior) {
   const auto siblings =
@@ -240,6 +247,7 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
   for (const auto& one : times) {
     fastest.push_back(fastest_of(one, first_per_sweep));
     t.ranks.push_back(ranks_of(one));
+    t.log_times.push_back(logs_of(one));
   }
   add_in_turn(fastest, first_per_sweep, t.first);
   // Then each scaled sweep's own fastest, in turn: a consensus of sizes far apart can bury the best of the
@@ -282,6 +290,7 @@ void use_transfer(Transfer transfer, std::vector<std::vector<float>>& rows, Guid
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(rank[i]);
   guided.first = std::move(transfer.first);
   guided.priors = std::move(transfer.ranks);
+  guided.prior_log_times = std::move(transfer.log_times);
 }
 
 }  // namespace tiletune

@@ -74,10 +74,20 @@ struct GuidedOptions {
   // there, and the model leaves out the priors' columns (the last priors.size() of each row, where
   // use_transfer puts them). Only where the slowest measured time is over `least_spread` times the fastest:
   // where the earlier sweeps' picks are all about as fast (sizes whose best configurations agree), their
-  // order among themselves is noise and says nothing against them.
+  // order among themselves is noise and says nothing against them. And where the prior's times are known
+  // (prior_log_times), only where they also fit badly: the standard deviation of log(measured / prior's time)
+  // over the measured points is over `most_misfit`. A prior's fastest picks are near-equal, so their rank
+  // correlation is mostly noise; their times say whether the prior was off. By replay, `gemm_regtile` at
+  // 3000x2000x1000 from 2048^3 and 4096^3 (misfit 0.04 to 0.06 over the first 9 to 16 in its order) then
+  // keeps its transfer and is within 1% after 20 measurements on every seed (59 dropping it), while 1000^3
+  // from the same sweeps (0.14 to 0.17: the stream-K configurations they put first are 1.9 times the best
+  // there) still drops it.
   std::size_t agreement_after = 6;
   double least_agreement = 0.4;
   double least_spread = 1.1;
+  // Per prior (or none), per candidate: the log of the time in ms it gives it (NaN unknown, +inf failed).
+  std::vector<std::vector<float>> prior_log_times;
+  double most_misfit = 0.1;
 };
 
 // Guided search over candidates described by `features` (one row each, all of one width). Throws

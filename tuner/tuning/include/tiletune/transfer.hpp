@@ -73,6 +73,9 @@ struct Transfer {
   // their scaled times. Sizes differ in what is fast (a GEMM of 1000^3 splits K, one of 4096^3 does not); the
   // scaling accounts for the part of that which the grid explains.
   std::vector<std::vector<float>> ranks;
+  // Per prior, per candidate: the log of its time in ms as this problem would see it (scaled, or the
+  // consensus's mean log), +inf where it failed, NaN where that prior has none.
+  std::vector<std::vector<float>> log_times;
   // Candidates to measure first: each prior's fastest, in turn, then each scaled sweep's own fastest, in
   // turn.
   std::vector<std::size_t> first;
