@@ -154,17 +154,26 @@ TimesHere times_here(const PriorSweep& sweep, const std::map<std::string, std::s
   return out;
 }
 
-// The sweeps' consensus: per candidate, the geometric mean of the times of the sweeps that have one (+inf
-// where any of them failed; NaN where none has it).
+// The sweeps' consensus: per candidate, the geometric mean of the times of the sweeps that have one, each
+// sweep's times over its own fastest (+inf where any of them failed; NaN where none has it). Over its
+// fastest, because a main job's earlier sweeps are partial (guided: 130 of thousands) and hold mostly
+// different candidates, and a smaller problem's times are all shorter: averaged as they are, what only the
+// smallest problem's sweep measured would come first. Each partial sweep holds its fastest, so those stand
+// level with each other.
 std::vector<double> consensus(const std::vector<std::vector<double>>& times) {
-  std::vector<double> out(times.front().size(), NAN);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    double sum = 0;
-    int n = 0;
-    for (const auto& t : times)
-      if (!std::isnan(t[i])) sum += std::log(t[i]), ++n;
-    if (n > 0) out[i] = std::exp(sum / n);
+  const std::size_t n = times.front().size();
+  std::vector<double> sum(n, 0.0), count(n, 0.0);
+  for (const auto& t : times) {
+    double fastest = INFINITY;
+    for (double v : t)
+      if (std::isfinite(v)) fastest = std::min(fastest, v);
+    if (!std::isfinite(fastest)) fastest = 1;  // none ran: its failures stay +inf
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::isnan(t[i])) sum[i] += std::log(t[i] / fastest), ++count[i];
   }
+  std::vector<double> out(n, NAN);
+  for (std::size_t i = 0; i < n; ++i)
+    if (count[i] > 0) out[i] = std::exp(sum[i] / count[i]);
   return out;
 }
 

@@ -85,7 +85,8 @@ struct GuidedOptions {
   std::size_t agreement_after = 6;
   double least_agreement = 0.4;
   double least_spread = 1.1;
-  // Per prior (or none), per candidate: the log of the time in ms it gives it (NaN unknown, +inf failed).
+  // Per prior (or none), per candidate: the log of the time it gives it (NaN unknown, +inf failed; only
+  // differences between candidates count).
   std::vector<std::vector<float>> prior_log_times;
   double most_misfit = 0.1;
 };

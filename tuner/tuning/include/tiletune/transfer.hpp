@@ -70,11 +70,13 @@ struct Transfer {
   // failed; NaN where that prior has no time for it. Each sweep of this problem (a sibling's, or on another
   // GPU with as many SMs) is a prior of its own, first, as is one whose grids are not known; then the sweeps
   // of other problems, whose times are scaled to this one (wave_scale), as one prior: the mean of the log of
-  // their scaled times. Sizes differ in what is fast (a GEMM of 1000^3 splits K, one of 4096^3 does not); the
-  // scaling accounts for the part of that which the grid explains.
+  // their scaled times, each over its own sweep's fastest (partial sweeps stand level). Sizes differ in what
+  // is fast (a GEMM of 1000^3 splits K, one of 4096^3 does not); the scaling accounts for the part of that
+  // which the grid explains.
   std::vector<std::vector<float>> ranks;
-  // Per prior, per candidate: the log of its time in ms as this problem would see it (scaled, or the
-  // consensus's mean log), +inf where it failed, NaN where that prior has none.
+  // Per prior, per candidate: the log of its time as this problem would see it (in ms, scaled; the
+  // consensus's in units of each sweep's fastest), +inf where it failed, NaN where that prior has none. Only
+  // differences between candidates count.
   std::vector<std::vector<float>> log_times;
   // Candidates to measure first: each prior's fastest, in turn, then each scaled sweep's own fastest, in
   // turn.
