@@ -119,6 +119,18 @@ TEST(Plan, ConstraintsReadTheComputeCapability) {
   EXPECT_EQ(prune_before_compile(f, load_profile("a100"), p, f.default_params()).outcome, Outcome::ok);
 }
 
+namespace {
+
+// The blocks of gemm_regtile's default configuration at 2000^3 split two ways along K on an H100.
+long long on_split_k_blocks(const KernelFamily& f) {
+  Params split = f.default_params();
+  split["SPLIT_K"] = 2;
+  return prune_before_compile(f, load_profile("h100"), f.make_problem({2000, 2000, 2000}, {}), split)
+      .launch.blocks();
+}
+
+}  // namespace
+
 // Launch expressions read the device's SM count as 'sms': stream-K launches one block per SM whatever the
 // size.
 TEST(Plan, LaunchReadsTheSmCount) {
@@ -136,6 +148,8 @@ TEST(Plan, LaunchReadsTheSmCount) {
                                                   f.make_problem({2000, 2000, 2000}, {}), f.default_params());
   EXPECT_EQ(data_parallel.launch.grid[0], 8);  // ceil(2000 / 256)
   EXPECT_EQ(data_parallel.launch.grid[1], 16);
+  EXPECT_EQ(data_parallel.launch.blocks(), 8 * 16);
+  EXPECT_EQ(on_split_k_blocks(f), 8 * 16 * 2);  // the third dimension counts too
   sk["SPLIT_K"] = 2;
   const auto both = prune_before_compile(f, load_profile("h100"), f.make_problem({2000, 2000, 2000}, {}), sk);
   EXPECT_EQ(both.outcome, Outcome::pruned);

@@ -509,9 +509,10 @@ TEST(Transfer, AnEarlierSweepIsReadInTheFamilysTermsAsTheyAreNow) {
   f.name = "grown";
   f.parameters = {{"M", {16, 32, 64}, 32}, {"S", {0, 1}, 1}};
   const auto old = [](std::int64_t m, std::int64_t x) { return Params{{"M", m}, {"X", x}}; };
-  PriorSweep before{
-      "4096 on NVIDIA H100 80GB HBM3",
-      {{old(64, 0), 0.9}, {old(64, 1), 0.4}, {old(16, 0), {}}, {old(16, 1), 0.7}, {old(32, 0), 0.5}}};
+  PriorSweep before;
+  before.label = "4096 on NVIDIA H100 80GB HBM3";
+  before.results = {
+      {old(64, 0), 0.9}, {old(64, 1), 0.4}, {old(16, 0), {}}, {old(16, 1), 0.7}, {old(32, 0), 0.5}};
   const std::vector<PriorSweep> now = conform({before}, f);
   ASSERT_EQ(now.size(), 1u);
   EXPECT_EQ(now[0].label, before.label);
@@ -571,8 +572,11 @@ TEST(Transfer, AHugeSpaceStartsFromTheFastestOfEarlierSweepsThatRunHere) {
   const DeviceLimits h100 = load_profile("h100");
   LazyCandidates space(f, [&](const Params& p) { return prune_before_compile(f, h100, ProblemKey{}, p); });
   const auto at = [](std::int64_t a) { return Params{{"A", a}, {"B", 3}, {"C", 4}, {"D", 5}}; };
-  PriorSweep one{"1000 on NVIDIA H100 80GB HBM3", {{at(7), 0.4}, {at(1), 0.5}, {at(2), 0.6}, {at(3), 0.9}}};
-  PriorSweep two{"2000 on NVIDIA H100 80GB HBM3", {{at(500), 0.1}, {at(5), 0.3}, {at(6), 0.35}, {at(8), {}}}};
+  PriorSweep one, two;
+  one.label = "1000 on NVIDIA H100 80GB HBM3";
+  one.results = {{at(7), 0.4}, {at(1), 0.5}, {at(2), 0.6}, {at(3), 0.9}};
+  two.label = "2000 on NVIDIA H100 80GB HBM3";
+  two.results = {{at(500), 0.1}, {at(5), 0.3}, {at(6), 0.35}, {at(8), {}}};
   GuidedOptions guided;
   EXPECT_EQ(lazy_transfer({}, space, guided), "");
   EXPECT_TRUE(guided.first.empty());

@@ -42,8 +42,7 @@ std::vector<std::string> plan_feature_names() {
 
 std::vector<float> plan_features(const PlannedConfig& config, const DeviceLimits& device) {
   const LaunchGeometry& l = config.launch;
-  const double blocks =
-      static_cast<double>(l.grid[0]) * static_cast<double>(l.grid[1]) * static_cast<double>(l.grid[2]);
+  const auto blocks = static_cast<double>(l.blocks());
   const Occupancy occ =
       compute_occupancy(device, static_cast<int>(l.threads()), 0, l.static_smem_estimate, l.dynamic_smem);
   const double per_wave = static_cast<double>(std::max(device.sm_count, 1)) * std::max(occ.active_blocks, 1);

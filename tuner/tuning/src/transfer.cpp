@@ -109,8 +109,7 @@ void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const
       double blocks = 0;  // unknown: that result's time is not scaled
       try {
         const PlannedConfig c = prune_before_compile(family, there, *sweep.problem, params);
-        const auto& g = c.launch.grid;
-        if (c.outcome == Outcome::ok) blocks = static_cast<double>(g[0] * g[1] * g[2]);
+        if (c.outcome == Outcome::ok) blocks = static_cast<double>(c.launch.blocks());
       } catch (const std::exception&) {  // a problem the family no longer plans (its dims changed)
       }
       sweep.blocks.push_back(blocks);

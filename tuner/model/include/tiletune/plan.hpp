@@ -45,6 +45,7 @@ struct LaunchGeometry {
   std::string kernel_symbol;
   std::vector<TensorMapValues> tensor_maps;  // in argument order
   long long threads() const { return block[0] * block[1] * block[2]; }
+  long long blocks() const { return grid[0] * grid[1] * grid[2]; }
   long long cluster_size() const { return cluster[0] * cluster[1] * cluster[2]; }
 };
 

@@ -13,23 +13,20 @@ constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
 
 // What guided starts from: the newest sweep of each sibling family on this problem, then the family's own
 // sweeps of other problems or devices, kMaxPriorSweeps in all, in the family's terms as it is now.
-std::vector<PriorSweep> earlier_sweeps(const KernelFamily& family, const DeviceLimits& device,
-                                       const ProblemKey& problem, const Store& store, std::int64_t sweep_id,
+std::vector<PriorSweep> earlier_sweeps(const KernelFamily& family, const ProblemKey& problem,
+                                       const Store& store, std::int64_t sweep_id,
                                        const SweepOptions& options) {
   std::vector<PriorSweep> prior = sibling_sweeps(store, options.siblings, problem);
   for (auto& p : prior_sweeps(store, family.name, sweep_id, kMaxPriorSweeps - prior.size()))
     prior.push_back(std::move(p));
-  prior = conform(std::move(prior), family);
-  add_grids(prior, family, device);
-  return prior;
+  return conform(std::move(prior), family);
 }
 
 // Each candidate's grid and the device's SMs, for transfer to scale earlier sweeps' times by.
 GridWaves grid_waves(const std::vector<PlannedConfig>& table, const DeviceLimits& device) {
   GridWaves w;
   w.sms = device.sm_count;
-  for (const auto& c : table)
-    w.blocks.push_back(static_cast<double>(c.launch.grid[0] * c.launch.grid[1] * c.launch.grid[2]));
+  for (const auto& c : table) w.blocks.push_back(static_cast<double>(c.launch.blocks()));
   return w;
 }
 
@@ -50,8 +47,9 @@ std::unique_ptr<Strategy> guided_walker(const KernelFamily& family, const Device
   GuidedOptions guided;
   guided.plan_begin = family.parameters.size();
   guided.plan_count = plan_feature_names().size();
-  Transfer t = transfer_from(earlier_sweeps(family, device, problem, store, sweep_id, options), params, 3,
-                             grid_waves(table, device));
+  std::vector<PriorSweep> prior = earlier_sweeps(family, problem, store, sweep_id, options);
+  add_grids(prior, family, device);  // to scale their times by (a space walked lazily has no rank order)
+  Transfer t = transfer_from(prior, params, 3, grid_waves(table, device));
   if (!t.line.empty()) {
     out << t.line << "\n";
     use_transfer(std::move(t), rows, guided);
@@ -102,7 +100,7 @@ Search Search::lazy(const std::string& strategy, const KernelFamily& family, con
     // Guided starts from the fastest configurations of the earlier sweeps that run here, and says so.
     GuidedOptions guided;
     const std::string line =
-        lazy_transfer(earlier_sweeps(family, device, problem, store, sweep_id, options), candidates, guided);
+        lazy_transfer(earlier_sweeps(family, problem, store, sweep_id, options), candidates, guided);
     if (!line.empty()) {
       out << line << "\n";
       s.walkers_.front() =
