@@ -368,8 +368,9 @@ PriorSweep partial(const ReplaySpace& space, std::size_t fastest, std::size_t ot
 // A main job's earlier sweeps are partial (guided, 130 of 3,240): each holds configurations the others lack,
 // and the smaller problem's times are all shorter. Averaged as they are, what only the 1000^3 sweep measured
 // came first, and 4096^3 took 157 evaluations (median over 20 seeds) from partial sweeps of 1000^3 and
-// 2048^3 (each its 100 fastest and 30 more at random); each over its own fastest, 28. In 2048^3's partial
-// order alone the first configuration within 1% at 4096^3 is the 22nd: that much the partial sweep leaves.
+// 2048^3 (each its 100 fastest and 30 more at random); each over its own fastest, 28. In such a partial
+// order of 2048^3 alone, the first configuration within 1% at 4096^3 comes at about the 22nd place: that
+// much a partial sweep leaves to search.
 TEST(Transfer, PartialSweepsOfOtherSizesStandLevelInTheirConsensus) {
   const auto space = [](const std::string& size) {
     return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
