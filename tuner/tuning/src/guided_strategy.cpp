@@ -250,7 +250,7 @@ class GuidedStrategy : public Strategy {
     remark_ = "guided: the earlier sweeps order the " + std::to_string(agreement.points) +
               " measured configurations unlike this problem (rank correlation " + rho +
               " at best): transfer dropped after " + std::to_string(done) + " measurements";
-    dropped_columns_ = options_.priors.size();
+    dropped_columns_ = options_.prior_columns;
     options_.priors.clear();
     options_.prior_log_times.clear();
     options_.initial = done + random_start_;

@@ -157,7 +157,7 @@ class Replayer {
       const auto& p = space_.points[f.pick];
       times_[f.pick] = p.median_ms ? *p.median_ms : std::numeric_limits<double>::infinity();
       best_so_far = std::min(best_so_far, *times_[f.pick]);
-      out.curve.push_back({out.curve.size() + 1, f.end, best_so_far});
+      out.curve.push_back({out.curve.size() + 1, f.end, best_so_far, f.pick});
       if (options_.stop_within >= 0 && best_so_far <= best * (1 + options_.stop_within)) break;
       deal(f.lane, f.end);
     }

@@ -294,8 +294,13 @@ std::string lazy_transfer(const std::vector<PriorSweep>& prior, LazyCandidates& 
 }
 
 void use_transfer(Transfer transfer, std::vector<std::vector<float>>& rows, GuidedOptions& guided) {
-  for (const auto& rank : transfer.ranks)
+  guided.prior_columns = 0;
+  for (const auto& rank : transfer.ranks) {
+    const auto known = std::count_if(rank.begin(), rank.end(), [](float r) { return !std::isnan(r); });
+    if (2 * static_cast<std::size_t>(known) < rank.size()) continue;
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(rank[i]);
+    ++guided.prior_columns;
+  }
   guided.first = std::move(transfer.first);
   guided.priors = std::move(transfer.ranks);
   guided.prior_log_times = std::move(transfer.log_times);

@@ -68,20 +68,22 @@ struct GuidedOptions {
   // this one is passed over once the measurements say so.
   std::vector<std::size_t> first;
   std::vector<std::vector<float>> priors;
+  // How many of the priors are also columns of the feature rows (the last `prior_columns` of each row, where
+  // use_transfer puts them): only those known on at least half the candidates (see use_transfer).
+  std::size_t prior_columns = 0;
   // Once `agreement_after` measured points have a rank in the priors and none of the priors orders them with
   // a rank correlation of at least `least_agreement`, the earlier sweeps are taken to be unlike this one and
   // the transfer is dropped: the start turns random, as long as a start without transfer, counted from
-  // there, and the model leaves out the priors' columns (the last priors.size() of each row, where
-  // use_transfer puts them). Only where the slowest measured time is over `least_spread` times the fastest:
-  // where the earlier sweeps' picks are all about as fast (sizes whose best configurations agree), their
-  // order among themselves is noise and says nothing against them. And where the prior's times are known
-  // (prior_log_times), only where they also fit badly: the standard deviation of log(measured / prior's time)
-  // over the measured points is over `most_misfit`. A prior's fastest picks are near-equal, so their rank
-  // correlation is mostly noise; their times say whether the prior was off. By replay, `gemm_regtile` at
-  // 3000x2000x1000 from 2048^3 and 4096^3 (misfit 0.04 to 0.06 over the first 9 to 16 in its order) then
-  // keeps its transfer and is within 1% after 20 measurements on every seed (59 dropping it), while 1000^3
-  // from the same sweeps (0.14 to 0.17: the stream-K configurations they put first are 1.9 times the best
-  // there) still drops it.
+  // there, and the model leaves out the priors' columns (prior_columns). Only where the slowest measured time
+  // is over `least_spread` times the fastest: where the earlier sweeps' picks are all about as fast (sizes
+  // whose best configurations agree), their order among themselves is noise and says nothing against them.
+  // And where the prior's times are known (prior_log_times), only where they also fit badly: the standard
+  // deviation of log(measured / prior's time) over the measured points is over `most_misfit`. A prior's
+  // fastest picks are near-equal, so their rank correlation is mostly noise; their times say whether the
+  // prior was off. By replay, `gemm_regtile` at 3000x2000x1000 from 2048^3 and 4096^3 (misfit 0.04 to 0.06
+  // over the first 9 to 16 in its order) then keeps its transfer and is within 1% after 20 measurements on
+  // every seed (59 dropping it), while 1000^3 from the same sweeps (0.14 to 0.17: the stream-K configurations
+  // they put first are 1.9 times the best there) still drops it.
   std::size_t agreement_after = 6;
   double least_agreement = 0.4;
   double least_spread = 1.1;

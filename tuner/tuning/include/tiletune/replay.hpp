@@ -87,6 +87,7 @@ struct ReplayStep {
   std::size_t evaluations = 0;  // measurements done (failures count)
   double seconds = 0;           // simulated time since the sweep started
   double best_ms = 0;           // +inf while nothing ran
+  std::size_t point = 0;        // the point this measurement was of (its index in the space)
 };
 
 struct ReplayRun {
