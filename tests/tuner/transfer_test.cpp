@@ -124,6 +124,7 @@ class StartOnPriors {
     GuidedOptions o;
     o.initial = 100;  // a start that would follow a prior for a dozen batches
     o.priors = std::move(priors);
+    o.prior_columns = rows.front().size() - 1;  // one feature, then the priors' columns where rows hold them
     o.prior_log_times = std::move(prior_log_times);
     strategy_ = make_guided_strategy(rows, 0, seed, o);
   }
@@ -343,24 +344,30 @@ TEST(Transfer, ScaledSweepsSpeakAsOneBesideThoseWithoutGrids) {
 
 namespace {
 
-// What a guided sweep of `space` keeps: its `fastest` fastest results and `others` more drawn at random
-// (seeded), with their grids.
-PriorSweep partial(const ReplaySpace& space, std::size_t fastest, std::size_t others, std::uint64_t seed) {
+// The earlier sweep `space` as one that measured only the points `which` (indices in it), with their grids.
+PriorSweep only(const ReplaySpace& space, const std::vector<std::size_t>& which) {
   const PriorSweep whole = prior_sweep_of(space);
-  std::vector<std::size_t> order(whole.results.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto ms = [&](std::size_t i) { return whole.results[i].second.value_or(INFINITY); };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ms(a) < ms(b); });
-  std::mt19937_64 rng(seed);
-  std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(fastest), order.end(), rng);
   PriorSweep out = whole;
   out.results.clear();
   out.blocks.clear();
-  for (std::size_t j = 0; j < std::min(fastest + others, order.size()); ++j) {
-    out.results.push_back(whole.results[order[j]]);
-    out.blocks.push_back(whole.blocks[order[j]]);
+  for (std::size_t i : which) {
+    out.results.push_back(whole.results[i]);
+    out.blocks.push_back(whole.blocks[i]);
   }
   return out;
+}
+
+// What a guided sweep of `space` keeps: its `fastest` fastest results and `others` more drawn at random
+// (seeded), with their grids.
+PriorSweep partial(const ReplaySpace& space, std::size_t fastest, std::size_t others, std::uint64_t seed) {
+  std::vector<std::size_t> order(space.points.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto ms = [&](std::size_t i) { return space.points[i].median_ms.value_or(INFINITY); };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ms(a) < ms(b); });
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(fastest), order.end(), rng);
+  order.resize(std::min(fastest + others, order.size()));
+  return only(space, order);
 }
 
 }  // namespace
@@ -608,15 +615,9 @@ namespace {
 
 // What a guided sweep of `space` that ran as `run` keeps: the configurations it measured, with their grids.
 PriorSweep measured_in(const ReplaySpace& space, const ReplayRun& run) {
-  const PriorSweep whole = prior_sweep_of(space);
-  PriorSweep out = whole;
-  out.results.clear();
-  out.blocks.clear();
-  for (const auto& step : run.curve) {
-    out.results.push_back(whole.results[step.point]);
-    out.blocks.push_back(whole.blocks[step.point]);
-  }
-  return out;
+  std::vector<std::size_t> points;
+  for (const auto& step : run.curve) points.push_back(step.point);
+  return only(space, points);
 }
 
 }  // namespace
