@@ -76,6 +76,27 @@ TEST(ReplayCli, WholeBudgetRunsToTheBudgetAndCountsUnusedCompiles) {
   }
 }
 
+// A main job's chain of sizes: a line says what transfers from what, then the table in the chain's order,
+// each seed run to the main job's budget.
+TEST(ReplayCli, AChainReplaysEachSizeAfterTheOnesBefore) {
+  TempDir dir;
+  const std::string args = "replay --chain --space " + space("gemm_regtile-2048-h100.csv") + " --space " +
+                           space("gemm_regtile-4096-h100.csv") +
+                           " --seeds 2 --strategy guided --budget 30 --curves c.json";
+  const CmdResult r = tiletune_cmd(args, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("chain of gemm_regtile: 2048x2048x2048", 0), 0u) << r.out;
+  const auto at_2048 = r.out.find("gemm_regtile 2048x2048x2048"),
+             at_4096 = r.out.find("gemm_regtile 4096x4096x4096");
+  ASSERT_NE(at_4096, std::string::npos) << r.out;
+  EXPECT_LT(at_2048, at_4096) << r.out;
+  EXPECT_NE(r.out.find("s whole"), std::string::npos) << "a main job measures its whole budget: " << r.out;
+  const auto curves = nlohmann::json::parse(read_bytes(dir.path / "c.json"));
+  ASSERT_EQ(curves["spaces"].size(), 2u);
+  for (const auto& space : curves["spaces"])
+    for (const auto& run : space["strategies"]["guided"]) EXPECT_EQ(run["curve"].size(), 30u);
+}
+
 TEST(ReplayCli, BadInputGivesOneLine) {
   TempDir dir;
   const std::string ok = space("conv1d_register-2p28-mask63-h100.csv");
@@ -88,6 +109,9 @@ TEST(ReplayCli, BadInputGivesOneLine) {
       {"replay --space " + ok + " --seeds 0", "--seeds must be at least 1"},
       {"replay --space " + ok + " --transfer nothing.csv", "--transfer: nothing.csv: cannot be read"},
       {"replay --sweep 3 --db missing.db", "missing.db"},
+      {"replay --chain --space " + ok, "--chain needs at least two spaces, got 1"},
+      {"replay --chain --space " + ok + " --space " + space("gemm_regtile-1000-h100.csv"),
+       "a chain is one family at several problems"},
   };
   for (const auto& c : cases) {
     const CmdResult r = tiletune_cmd(c.args, dir);

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "../test_paths.hpp"
+#include "tiletune/guided.hpp"
 #include "tiletune/store.hpp"
 #include "tiletune/strategy.hpp"
 
@@ -274,4 +275,36 @@ TEST(Replay, AMalformedSpaceFileIsRefusedInOneLineNamingWhere) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("missing.csv: cannot be read"), std::string::npos) << e.what();
   }
+}
+
+// A main job's chain: the first space is searched as replay alone would, each later one transfers from what
+// the strategy measured before it, so the second starts from the first's best.
+TEST(Replay, AChainTransfersFromWhatItsEarlierProblemsMeasured) {
+  if (!guided_unavailable().empty()) GTEST_SKIP() << guided_unavailable();
+  const ReplaySpace first = grid(800, 300);
+  ReplaySpace second = grid(800, 300);
+  second.name = "grid at another size";
+  ReplayOptions o = everything(4, 1);
+  o.budget = 20;
+  const std::vector<ReplayRun> runs = replay_chain({first, second}, "guided", 3, o);
+  ASSERT_EQ(runs.size(), 2u);
+  const ReplayRun alone = replay(first, replay_family(first), "guided", 3, o);
+  ASSERT_EQ(runs[0].curve.size(), alone.curve.size());
+  for (std::size_t i = 0; i < alone.curve.size(); ++i)
+    EXPECT_EQ(runs[0].curve[i].point, alone.curve[i].point);
+
+  const PriorSweep earlier = prior_sweep_of(first, runs[0]);
+  ASSERT_EQ(earlier.results.size(), 20u);
+  ASSERT_EQ(earlier.blocks.size(), 0u);  // the grid has no plan features, so no grids
+  for (std::size_t i = 0; i < 20; ++i)
+    EXPECT_EQ(earlier.results[i].first, first.points[runs[0].curve[i].point].params);
+  ASSERT_FALSE(runs[1].curve.empty());
+  EXPECT_EQ(runs[1].curve.front().best_ms, runs[0].curve.back().best_ms) << "the earlier best measured first";
+
+  const std::vector<ReplayRun> again = replay_chain({first, second}, "guided", 3, o);
+  for (std::size_t i = 0; i < again[1].curve.size(); ++i)
+    EXPECT_EQ(again[1].curve[i].point, runs[1].curve[i].point) << "a seed gives one chain";
+  ReplaySpace other = grid(800, 300);
+  other.family = "another";
+  EXPECT_THROW(replay_chain({first, other}, "guided", 3, o), std::invalid_argument);
 }

@@ -611,17 +611,6 @@ TEST(Transfer, AHugeSpaceStartsFromTheFastestOfEarlierSweepsThatRunHere) {
   EXPECT_EQ(asked, first);
 }
 
-namespace {
-
-// What a guided sweep of `space` that ran as `run` keeps: the configurations it measured, with their grids.
-PriorSweep measured_in(const ReplaySpace& space, const ReplayRun& run) {
-  std::vector<std::size_t> points;
-  for (const auto& step : run.curve) points.push_back(step.point);
-  return only(space, points);
-}
-
-}  // namespace
-
 // An earlier guided sweep ranks only what it measured: as a column of the model, such a prior says mostly
 // where that search went. Priors known on at least half the candidates become columns; sparser ones still
 // lead the start.
@@ -663,7 +652,7 @@ TEST(Transfer, AMainJobsChainOfGemmSizesReachesTheLargestWithinItsBudget) {
       o.budget = 130;
       o.stop_within = -1;  // a main job measures its whole budget
       const ReplayRun run = replay(space, replay_family(space), "guided", seed, o);
-      earlier.insert(earlier.begin(), measured_in(space, run));
+      earlier.insert(earlier.begin(), prior_sweep_of(space, run));
       if (&space != &chain.back()) continue;
       reached += run.reached(*space.best_ms(), 0.01).has_value();
       log_ratio += std::log(run.curve.back().best_ms / *space.best_ms());

@@ -10,6 +10,7 @@
 #include "tiletune/replay.hpp"
 #include "tiletune/store.hpp"
 #include "tiletune/strategy.hpp"
+#include "tiletune/sweep.hpp"
 
 namespace tiletune::cli {
 
@@ -27,6 +28,7 @@ struct ReplayArgs {
   std::string write_space;
   std::vector<std::string> transfer_files;
   std::vector<std::string> templates;  // extra family folders, for the plan features of a family not built in
+  bool chain = false;                  // the spaces as a main job's chain (see replay_chain)
 };
 
 // The plan features of a stored sweep's points, from its family (built in or under --templates) and the
@@ -75,16 +77,16 @@ std::string stat_text(const ReplayStat& s, int precision) {
   return text;
 }
 
-// One table row (evaluations and seconds to each target) and, for --curves, every seed's curve.
-std::vector<std::string> replay_row(const ReplaySpace& space, const KernelFamily& family,
-                                    const std::string& strategy, const ReplayArgs& a,
+// One table row (evaluations and seconds to each target, over the seeds' runs) and, for --curves, every
+// seed's curve.
+std::vector<std::string> replay_row(const ReplaySpace& space, const std::string& strategy,
+                                    const std::vector<ReplayRun>& runs, const ReplayArgs& a,
                                     nlohmann::json& curves) {
   const double best = *space.best_ms();
   std::vector<std::vector<double>> evals(std::size(kTargets)), secs(std::size(kTargets));
   std::vector<double> whole, unused;
-  for (int s = 0; s < a.seeds; ++s) {
-    const std::uint64_t seed = a.first_seed + static_cast<std::uint64_t>(s);
-    const ReplayRun run = replay(space, family, strategy, seed, a.options);
+  for (std::size_t s = 0; s < runs.size(); ++s) {
+    const ReplayRun& run = runs[s];
     for (std::size_t t = 0; t < std::size(kTargets); ++t) {
       const auto step = run.reached(best, kTargets[t]);
       evals[t].push_back(step ? static_cast<double>(step->evaluations)
@@ -95,7 +97,7 @@ std::vector<std::string> replay_row(const ReplaySpace& space, const KernelFamily
     unused.push_back(static_cast<double>(run.unused_compiles));
     nlohmann::json curve = nlohmann::json::array();
     for (const auto& step : run.curve) curve.push_back({step.evaluations, step.seconds, step.best_ms});
-    curves.push_back({{"seed", seed},
+    curves.push_back({{"seed", a.first_seed + s},
                       {"curve", std::move(curve)},
                       {"compiles", run.compiles},
                       {"unused_compiles", run.unused_compiles},
@@ -114,6 +116,48 @@ std::vector<std::string> replay_row(const ReplaySpace& space, const KernelFamily
   return row;
 }
 
+// The line above a chain's table: what transfers from what.
+std::string chain_line(const std::vector<ReplaySpace>& spaces) {
+  std::ostringstream line;
+  line << "chain of " << spaces.front().family << ":";
+  for (std::size_t k = 0; k < spaces.size(); ++k) {
+    const std::string& name = spaces[k].name;
+    line << (k ? ", then " : " ") << name.substr(std::min(name.find(' ') + 1, name.size()));
+  }
+  line << "; each searched with its whole budget, transferring from the strategy's sweeps of those before it";
+  return line.str();
+}
+
+// --chain: at least two spaces, of one family; a main job's budget unless one is given, measured whole.
+void check_chain(ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
+  if (spaces.size() < 2)
+    throw UsageError("replay: --chain needs at least two spaces, got " + std::to_string(spaces.size()));
+  for (const auto& space : spaces)
+    if (space.family != spaces.front().family)
+      throw UsageError("replay: --chain: a chain is one family at several problems: " + space.name + " is " +
+                       space.family + ", not " + spaces.front().family);
+  if (a.options.budget == 0) a.options.budget = kMainJobBudget;
+  a.options.stop_within = -1;
+}
+
+// Every seed's run of one strategy: over each space alone, or (--chain) over the spaces in turn, each
+// transferring from those before it; runs[space][seed].
+std::vector<std::vector<ReplayRun>> replay_runs(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces,
+                                                const std::string& strategy) {
+  std::vector<std::vector<ReplayRun>> runs(spaces.size());
+  for (int s = 0; s < a.seeds; ++s) {
+    const std::uint64_t seed = a.first_seed + static_cast<std::uint64_t>(s);
+    if (a.chain) {
+      std::vector<ReplayRun> chain = replay_chain(spaces, strategy, seed, a.options);
+      for (std::size_t k = 0; k < spaces.size(); ++k) runs[k].push_back(std::move(chain[k]));
+      continue;
+    }
+    for (std::size_t k = 0; k < spaces.size(); ++k)
+      runs[k].push_back(replay(spaces[k], replay_family(spaces[k]), strategy, seed, a.options));
+  }
+  return runs;
+}
+
 // --write-space: the one space named, as a CSV file.
 void write_space(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
   if (spaces.size() != 1) throw UsageError("replay: --write-space writes one space: name one --sweep");
@@ -124,29 +168,33 @@ void write_space(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
             << " to " << a.write_space << "\n";
 }
 
-// Every strategy on every space: the table, and the curves where --curves asks for them.
+// Every strategy on every space (in a chain's order): the table, and the curves where --curves asks.
 void replay_all(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
-  std::vector<std::vector<std::string>> rows;
-  nlohmann::json curves = nlohmann::json::array();
-  for (const auto& space : spaces) {
-    const KernelFamily family = replay_family(space);
-    nlohmann::json by_strategy = nlohmann::json::object();
-    for (const auto& name : a.strategies) {
-      try {
-        rows.push_back(replay_row(space, family, name, a, by_strategy[name]));
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("replay: --strategy: ") + e.what());
-      }
+  std::vector<std::vector<std::vector<std::string>>> rows(spaces.size());  // [space][strategy]
+  std::vector<nlohmann::json> by_strategy(spaces.size(), nlohmann::json::object());
+  for (const auto& name : a.strategies) {
+    std::vector<std::vector<ReplayRun>> runs;
+    try {
+      runs = replay_runs(a, spaces, name);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("replay: --strategy: ") + e.what());
     }
-    curves.push_back({{"space", space.name},
-                      {"configurations", space.points.size()},
-                      {"best_ms", *space.best_ms()},
-                      {"strategies", std::move(by_strategy)}});
+    for (std::size_t k = 0; k < spaces.size(); ++k)
+      rows[k].push_back(replay_row(spaces[k], name, runs[k], a, by_strategy[k][name]));
   }
+  nlohmann::json curves = nlohmann::json::array();
+  for (std::size_t k = 0; k < spaces.size(); ++k)
+    curves.push_back({{"space", spaces[k].name},
+                      {"configurations", spaces[k].points.size()},
+                      {"best_ms", *spaces[k].best_ms()},
+                      {"strategies", std::move(by_strategy[k])}});
+  std::vector<std::vector<std::string>> table;
+  for (auto& r : rows) table.insert(table.end(), r.begin(), r.end());
+  if (a.chain) std::cout << chain_line(spaces) << "\n";
   std::vector<std::string> header{"space",    "strategy", "evals 1%", "s 1%",
                                   "evals 2%", "s 2%",     "evals 5%", "s 5%"};
   if (a.options.stop_within < 0) header.insert(header.end(), {"s whole", "unused compiles"});
-  print_table(std::cout, header, rows);
+  print_table(std::cout, header, table);
   if (!a.curves.empty())
     write_file_replacing(a.curves, nlohmann::json{{"format", "tiletune-replay-curves"},
                                                   {"columns", {"evaluations", "seconds", "best_ms"}},
@@ -186,7 +234,10 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "of the batch compiled (an ablation)")(
       "whole-budget",
       "run each seed to its budget (or the space's end) instead of stopping within 1%; the table adds the "
-      "simulated seconds of the whole run and the compiles never measured");
+      "simulated seconds of the whole run and the compiles never measured")(
+      "chain",
+      "replay the spaces (one family at several problems) as a main job's chain: each in turn, with the "
+      "whole budget (130 unless --budget), guided transferring from what it measured in those before it");
   if (!parse(
           "replay",
           "Replays strategies against complete stored sweeps without a GPU: evaluations and simulated "
@@ -197,6 +248,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
   a.options.gaussian_process = std::find(argv.begin(), argv.end(), "--no-gaussian-process") == argv.end();
   a.options.refit_when_idle = std::find(argv.begin(), argv.end(), "--wait-for-batch") == argv.end();
   if (std::find(argv.begin(), argv.end(), "--whole-budget") != argv.end()) a.options.stop_within = -1;
+  a.chain = std::find(argv.begin(), argv.end(), "--chain") != argv.end();
   if (a.sweeps.empty() && a.space_files.empty())
     throw UsageError("replay: name at least one sweep (--sweep ID) or space file (--space FILE)");
   if (a.seeds < 1) throw UsageError("replay: --seeds must be at least 1, got " + std::to_string(a.seeds));
@@ -216,6 +268,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
     write_space(a, spaces);
     return 0;
   }
+  if (a.chain) check_chain(a, spaces);
   replay_all(a, spaces);
   return 0;
 }

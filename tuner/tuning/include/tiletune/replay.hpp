@@ -114,4 +114,15 @@ ReplayStat replay_stat(std::vector<double> values);
 ReplayRun replay(const ReplaySpace& space, const KernelFamily& family, const std::string& name,
                  std::uint64_t seed, const ReplayOptions& options);
 
+// A main job's chain of problems (one family at several sizes, or on several devices), replayed with one
+// seed: each space in turn, transferring from what strategy `name` measured in those before it (the newest
+// first) and then from options.transfer, as a main job's sweeps transfer from the partial sweeps before them.
+// Give options.stop_within < 0 for a main job's whole budget. One run per space, in order. Throws
+// std::invalid_argument when the spaces are of different families, or on an unknown strategy.
+std::vector<ReplayRun> replay_chain(const std::vector<ReplaySpace>& spaces, const std::string& name,
+                                    std::uint64_t seed, const ReplayOptions& options);
+
+// The earlier sweep that `run` of `space` made: only the points it measured, with their grids.
+PriorSweep prior_sweep_of(const ReplaySpace& space, const ReplayRun& run);
+
 }  // namespace tiletune
