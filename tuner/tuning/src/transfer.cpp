@@ -234,6 +234,13 @@ std::string transfer_head(const std::vector<PriorSweep>& prior) {
   return line + ")";
 }
 
+// Whether a sweep's times cover fewer than half of the candidates: a partial sweep (guided's 130 of
+// thousands), whose order is known mostly where its own search went.
+bool sparse(const std::vector<double>& times) {
+  const auto known = std::count_if(times.begin(), times.end(), [](double v) { return !std::isnan(v); });
+  return 2 * static_cast<std::size_t>(known) < times.size();
+}
+
 }  // namespace
 
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
@@ -252,10 +259,11 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
   }
   if (!scaled.empty()) times.push_back(scaled.size() > 1 ? consensus(scaled) : scaled.front());
   std::vector<std::vector<std::size_t>> fastest;
-  for (const auto& one : times) {
-    fastest.push_back(fastest_of(one, first_per_sweep));
-    t.ranks.push_back(ranks_of(one));
-    t.log_times.push_back(logs_of(one));
+  for (std::size_t p = 0; p < times.size(); ++p) {
+    fastest.push_back(fastest_of(times[p], first_per_sweep));
+    if (p + 1 == times.size() && scaled.size() == 1 && sparse(times[p])) continue;  // first picks only
+    t.ranks.push_back(ranks_of(times[p]));
+    t.log_times.push_back(logs_of(times[p]));
   }
   add_in_turn(fastest, first_per_sweep, t.first);
   // Then each scaled sweep's own fastest, in turn: a consensus of sizes far apart can bury the best of the
@@ -269,9 +277,11 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
                               : scaled.size() > 1
                                   ? " (times scaled to this problem's waves of blocks, their consensus)"
                                   : " (times scaled to this problem's waves of blocks)";
-  t.line = transfer_head(prior) + ": their " + std::to_string(t.first.size()) +
-           " fastest first, then the rank order of " +
-           (times.size() > 1 ? "the one that agrees best with what is measured" : "it") + scaling;
+  t.line = transfer_head(prior) + ": their " + std::to_string(t.first.size()) + " fastest first, then " +
+           (t.ranks.empty()      ? std::string("a search of its own (one partial sweep of another problem)")
+            : t.ranks.size() > 1 ? "the rank order of the one that agrees best with what is measured"
+                                 : "the rank order of it") +
+           scaling;
   return t;
 }
 
