@@ -236,8 +236,9 @@ std::string transfer_head(const std::vector<PriorSweep>& prior) {
 
 // Whether a sweep's times cover fewer than half of the candidates: a partial sweep (guided's 130 of
 // thousands), whose order is known mostly where its own search went.
-bool sparse(const std::vector<double>& times) {
-  const auto known = std::count_if(times.begin(), times.end(), [](double v) { return !std::isnan(v); });
+template <typename T>
+bool sparse(const std::vector<T>& times) {
+  const auto known = std::count_if(times.begin(), times.end(), [](T v) { return !std::isnan(v); });
   return 2 * static_cast<std::size_t>(known) < times.size();
 }
 
@@ -277,11 +278,12 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
                               : scaled.size() > 1
                                   ? " (times scaled to this problem's waves of blocks, their consensus)"
                                   : " (times scaled to this problem's waves of blocks)";
-  t.line = transfer_head(prior) + ": their " + std::to_string(t.first.size()) + " fastest first, then " +
-           (t.ranks.empty()      ? std::string("a search of its own (one partial sweep of another problem)")
-            : t.ranks.size() > 1 ? "the rank order of the one that agrees best with what is measured"
-                                 : "the rank order of it") +
-           scaling;
+  t.line =
+      transfer_head(prior) + ": their " + std::to_string(t.first.size()) + " fastest first, then " +
+      (t.ranks.empty()      ? "a search of its own (one partial sweep of another problem orders little "
+                              "beyond its fastest)"
+       : t.ranks.size() > 1 ? "the rank order of the one that agrees best with what is measured" + scaling
+                            : "the rank order of it" + scaling);
   return t;
 }
 
@@ -306,8 +308,7 @@ std::string lazy_transfer(const std::vector<PriorSweep>& prior, LazyCandidates& 
 void use_transfer(Transfer transfer, std::vector<std::vector<float>>& rows, GuidedOptions& guided) {
   guided.prior_columns = 0;
   for (const auto& rank : transfer.ranks) {
-    const auto known = std::count_if(rank.begin(), rank.end(), [](float r) { return !std::isnan(r); });
-    if (2 * static_cast<std::size_t>(known) < rank.size()) continue;
+    if (sparse(rank)) continue;
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(rank[i]);
     ++guided.prior_columns;
   }
