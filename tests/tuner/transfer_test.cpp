@@ -22,6 +22,11 @@ using namespace tiletune;
 
 namespace {
 
+// A `gemm_regtile` reference space of bench/spaces at `size` ("1000", "2048", "4096", ...).
+ReplaySpace regtile(const std::string& size) {
+  return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
+}
+
 // One problem size of a made-up tiled kernel: the best tile shape moves with the size (`shift`), as it does
 // for a GEMM; a corner of the space fails.
 ReplaySpace sized(int shift, const std::string& name) {
@@ -235,11 +240,8 @@ TEST(Transfer, KeepsAnEarlierSweepWhoseTimesFitWhatIsMeasured) {
 // at most 30 measurements, median over 20 seeds, as is 3000x2000x1000 from 2048^3 and 4096^3 (whose scaled
 // times fit it, though the order of their near-equal first picks does not: see GuidedOptions::most_misfit).
 TEST(Transfer, ANewGemmSizeIsFoundWithinThirtyMeasurementsAfterTwoOthers) {
-  const auto space = [](const std::string& size) {
-    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
-  };
-  const ReplaySpace small = space("1000"), mid = space("2048"), large = space("4096"),
-                    oblong = space("3000x2000x1000");
+  const ReplaySpace small = regtile("1000"), mid = regtile("2048"), large = regtile("4096"),
+                    oblong = regtile("3000x2000x1000");
   for (const auto& [target, others] :
        {std::pair{&mid, std::vector{&small, &large}}, {&large, {&small, &mid}}, {&oblong, {&mid, &large}}}) {
     ReplayOptions o;
@@ -267,10 +269,7 @@ TEST(Transfer, WaveScaleFollowsWholeWavesOfBlocksOverTheSms) {
 // measurements, where the unscaled order (1000^3 splits K, 4096^3 does not) misleads the start; and 2048^3
 // from 1000^3 and 4096^3, whose scaled times speak as one. Median over 20 seeds.
 TEST(Transfer, TimesScaledToTheNewGridFindAGemmSizeWithinAFewMeasurements) {
-  const auto space = [](const std::string& size) {
-    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
-  };
-  const ReplaySpace small = space("1000"), mid = space("2048"), large = space("4096");
+  const ReplaySpace small = regtile("1000"), mid = regtile("2048"), large = regtile("4096");
   const GridWaves waves = grid_waves_of(large);
   EXPECT_EQ(waves.sms, 132);
   ASSERT_EQ(waves.blocks.size(), large.points.size());
@@ -295,10 +294,7 @@ TEST(Transfer, TimesScaledToTheNewGridFindAGemmSizeWithinAFewMeasurements) {
 // The consensus of scaled sweeps is one prior, after a sweep that needs no scaling (here one without grids):
 // each one's fastest is measured first, in turn; the line says the times were scaled.
 TEST(Transfer, ScaledSweepsSpeakAsOneBesideThoseWithoutGrids) {
-  const auto space = [](const std::string& size) {
-    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
-  };
-  const ReplaySpace small = space("1000"), mid = space("2048"), large = space("4096");
+  const ReplaySpace small = regtile("1000"), mid = regtile("2048"), large = regtile("4096");
   std::vector<Params> params;
   for (const auto& p : mid.points) params.push_back(p.params);
   PriorSweep bare = prior_sweep_of(small);
@@ -379,10 +375,7 @@ PriorSweep partial(const ReplaySpace& space, std::size_t fastest, std::size_t ot
 // order of 2048^3 alone, the first configuration within 1% at 4096^3 comes at about the 22nd place: that
 // much a partial sweep leaves to search.
 TEST(Transfer, PartialSweepsOfOtherSizesStandLevelInTheirConsensus) {
-  const auto space = [](const std::string& size) {
-    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
-  };
-  const ReplaySpace small = space("1000"), mid = space("2048"), large = space("4096");
+  const ReplaySpace small = regtile("1000"), mid = regtile("2048"), large = regtile("4096");
   ReplayOptions o;
   o.transfer = {partial(small, 100, 30, 1), partial(mid, 100, 30, 2)};
   const ReplayStat with = replay_stat(evaluations_to_1pct(large, o));
@@ -393,12 +386,9 @@ TEST(Transfer, PartialSweepsOfOtherSizesStandLevelInTheirConsensus) {
 // 1000^3 splits K where 2048^3 and 4096^3 do not: their order misleads it, and the start drops them, so that
 // the transfer costs at most half again the measurements of a search without it (it cost twice as many).
 TEST(Transfer, SizesUnlikeTheNewOneCostLittle) {
-  const auto space = [](const std::string& size) {
-    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
-  };
-  const ReplaySpace target = space("1000");
+  const ReplaySpace target = regtile("1000");
   ReplayOptions warm;
-  warm.transfer = {prior_sweep_of(space("2048")), prior_sweep_of(space("4096"))};
+  warm.transfer = {prior_sweep_of(regtile("2048")), prior_sweep_of(regtile("4096"))};
   const ReplayStat with = replay_stat(evaluations_to_1pct(target, warm));
   const ReplayStat without = replay_stat(evaluations_to_1pct(target, ReplayOptions{}));
   std::cout << "1000^3, evaluations to 1%: " << with.median << " with transfer from 2048^3 and 4096^3, "
@@ -638,9 +628,7 @@ TEST(Transfer, OnlyPriorsThatRankMostCandidatesJoinTheModelsColumns) {
 // (2048^3 transferring from 1000^3 too), 49 and 62 of 80.
 TEST(Transfer, AMainJobsChainOfGemmSizesReachesTheLargestWithinItsBudget) {
   std::vector<ReplaySpace> chain;
-  for (const char* size : {"1000", "2048", "4096"})
-    chain.push_back(
-        read_replay_space(test::spaces_dir() / ("gemm_regtile-" + std::string(size) + "-h100.csv")));
+  for (const char* size : {"1000", "2048", "4096"}) chain.push_back(regtile(size));
   std::size_t reached = 0;
   double log_ratio = 0;
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
@@ -667,10 +655,7 @@ TEST(Transfer, AMainJobsChainOfGemmSizesReachesTheLargestWithinItsBudget) {
 // search went: its fastest are measured first, then the sweep searches on its own, with no prior to follow
 // and no column of it. Two or more such sweeps still give their consensus's order.
 TEST(Transfer, OnePartialSweepOfAnotherSizeGivesOnlyItsFastest) {
-  const auto space = [](const std::string& size) {
-    return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
-  };
-  const ReplaySpace small = space("1000"), mid = space("2048"), large = space("4096");
+  const ReplaySpace small = regtile("1000"), mid = regtile("2048"), large = regtile("4096");
   std::vector<Params> params;
   for (const auto& p : mid.points) params.push_back(p.params);
   const Transfer one = transfer_from({partial(small, 100, 30, 1)}, params, 3, grid_waves_of(mid));
@@ -691,9 +676,7 @@ TEST(Transfer, OnePartialSweepOfAnotherSizeGivesOnlyItsFastest) {
 // and 11.
 TEST(Transfer, AMainJobsSecondSizeSearchesOnItsOwnAfterTheFirstsFastest) {
   std::vector<ReplaySpace> chain;
-  for (const char* size : {"1000", "2048"})
-    chain.push_back(
-        read_replay_space(test::spaces_dir() / ("gemm_regtile-" + std::string(size) + "-h100.csv")));
+  for (const char* size : {"1000", "2048"}) chain.push_back(regtile(size));
   ReplayOptions o;
   o.compile_jobs = 16;
   o.budget = 130;
