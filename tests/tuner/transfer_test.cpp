@@ -340,19 +340,6 @@ TEST(Transfer, ScaledSweepsSpeakAsOneBesideThoseWithoutGrids) {
 
 namespace {
 
-// The earlier sweep `space` as one that measured only the points `which` (indices in it), with their grids.
-PriorSweep only(const ReplaySpace& space, const std::vector<std::size_t>& which) {
-  const PriorSweep whole = prior_sweep_of(space);
-  PriorSweep out = whole;
-  out.results.clear();
-  out.blocks.clear();
-  for (std::size_t i : which) {
-    out.results.push_back(whole.results[i]);
-    out.blocks.push_back(whole.blocks[i]);
-  }
-  return out;
-}
-
 // What a guided sweep of `space` keeps: its `fastest` fastest results and `others` more drawn at random
 // (seeded), with their grids.
 PriorSweep partial(const ReplaySpace& space, std::size_t fastest, std::size_t others, std::uint64_t seed) {
@@ -363,7 +350,7 @@ PriorSweep partial(const ReplaySpace& space, std::size_t fastest, std::size_t ot
   std::mt19937_64 rng(seed);
   std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(fastest), order.end(), rng);
   order.resize(std::min(fastest + others, order.size()));
-  return only(space, order);
+  return prior_sweep_of(space, order);
 }
 
 }  // namespace

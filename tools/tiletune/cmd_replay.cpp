@@ -132,10 +132,11 @@ std::string chain_line(const std::vector<ReplaySpace>& spaces) {
 void check_chain(ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
   if (spaces.size() < 2)
     throw UsageError("replay: --chain needs at least two spaces, got " + std::to_string(spaces.size()));
-  for (const auto& space : spaces)
-    if (space.family != spaces.front().family)
-      throw UsageError("replay: --chain: a chain is one family at several problems: " + space.name + " is " +
-                       space.family + ", not " + spaces.front().family);
+  try {
+    check_one_family(spaces);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("replay: --chain: ") + e.what());
+  }
   if (a.options.budget == 0) a.options.budget = kMainJobBudget;
   a.options.stop_within = -1;
 }

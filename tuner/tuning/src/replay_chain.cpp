@@ -7,27 +7,36 @@
 
 namespace tiletune {
 
-PriorSweep prior_sweep_of(const ReplaySpace& space, const ReplayRun& run) {
-  const PriorSweep whole = prior_sweep_of(space);
-  PriorSweep out = whole;
-  out.results.clear();
-  out.blocks.clear();
-  std::set<std::size_t> seen;
-  for (const auto& step : run.curve) {
-    if (step.point >= whole.results.size() || !seen.insert(step.point).second) continue;
-    out.results.push_back(whole.results[step.point]);
-    if (step.point < whole.blocks.size()) out.blocks.push_back(whole.blocks[step.point]);
-  }
-  if (out.blocks.size() != out.results.size()) out.blocks.clear();  // grids known for all or none
-  return out;
-}
-
-std::vector<ReplayRun> replay_chain(const std::vector<ReplaySpace>& spaces, const std::string& name,
-                                    std::uint64_t seed, const ReplayOptions& options) {
+void check_one_family(const std::vector<ReplaySpace>& spaces) {
   for (const auto& space : spaces)
     if (space.family != spaces.front().family)
       throw std::invalid_argument("a chain is one family at several problems: " + space.name + " is " +
                                   space.family + ", not " + spaces.front().family);
+}
+
+PriorSweep prior_sweep_of(const ReplaySpace& space, const std::vector<std::size_t>& points) {
+  const PriorSweep whole = prior_sweep_of(space);
+  PriorSweep out = whole;
+  out.results.clear();
+  out.blocks.clear();
+  for (std::size_t i : points) {
+    out.results.push_back(whole.results.at(i));
+    if (!whole.blocks.empty()) out.blocks.push_back(whole.blocks[i]);  // grids known for all or none
+  }
+  return out;
+}
+
+PriorSweep prior_sweep_of(const ReplaySpace& space, const ReplayRun& run) {
+  std::vector<std::size_t> points;
+  std::set<std::size_t> seen;
+  for (const auto& step : run.curve)
+    if (seen.insert(step.point).second) points.push_back(step.point);
+  return prior_sweep_of(space, points);
+}
+
+std::vector<ReplayRun> replay_chain(const std::vector<ReplaySpace>& spaces, const std::string& name,
+                                    std::uint64_t seed, const ReplayOptions& options) {
+  check_one_family(spaces);
   std::vector<ReplayRun> runs;
   std::vector<PriorSweep> earlier;  // what the chain measured so far, the newest first
   for (const auto& space : spaces) {

@@ -122,6 +122,12 @@ ReplayRun replay(const ReplaySpace& space, const KernelFamily& family, const std
 std::vector<ReplayRun> replay_chain(const std::vector<ReplaySpace>& spaces, const std::string& name,
                                     std::uint64_t seed, const ReplayOptions& options);
 
+// Throws std::invalid_argument, one line naming the odd one, unless every space is of one family.
+void check_one_family(const std::vector<ReplaySpace>& spaces);
+
+// The earlier sweep of `space` that measured only `points` (indices in it, in that order), with their grids.
+// Throws std::out_of_range on an index past the space.
+PriorSweep prior_sweep_of(const ReplaySpace& space, const std::vector<std::size_t>& points);
 // The earlier sweep that `run` of `space` made: only the points it measured, with their grids.
 PriorSweep prior_sweep_of(const ReplaySpace& space, const ReplayRun& run);
 
