@@ -655,6 +655,12 @@ TEST(Transfer, OnePartialSweepOfAnotherSizeGivesOnlyItsFastest) {
   EXPECT_EQ(two.ranks.size(), 1u);
   const Transfer whole = transfer_from({prior_sweep_of(small)}, params, 3, grid_waves_of(mid));
   EXPECT_EQ(whole.ranks.size(), 1u) << "a whole sweep still gives its order";
+  // Beside a sweep without grids, whose order is followed, the line claims no scaled order.
+  PriorSweep bare = prior_sweep_of(large);
+  bare.blocks.clear();
+  const Transfer beside = transfer_from({bare, partial(small, 100, 30, 1)}, params, 3, grid_waves_of(mid));
+  EXPECT_EQ(beside.ranks.size(), 1u);
+  EXPECT_EQ(beside.line.find("scaled"), std::string::npos) << beside.line;
 }
 
 // A main job's chain: 1000^3, then 2048^3 from the one partial sweep before it. Over seeds 1 to 80, 2048^3

@@ -259,10 +259,12 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
     (here.scaled ? scaled : times).push_back(std::move(here.times));
   }
   if (!scaled.empty()) times.push_back(scaled.size() > 1 ? consensus(scaled) : scaled.front());
+  // A lone partial sweep of another problem gives its first picks only (see Transfer::ranks).
+  const bool lone_partial = scaled.size() == 1 && sparse(times.back());
   std::vector<std::vector<std::size_t>> fastest;
   for (std::size_t p = 0; p < times.size(); ++p) {
     fastest.push_back(fastest_of(times[p], first_per_sweep));
-    if (p + 1 == times.size() && scaled.size() == 1 && sparse(times[p])) continue;  // first picks only
+    if (lone_partial && p + 1 == times.size()) continue;
     t.ranks.push_back(ranks_of(times[p]));
     t.log_times.push_back(logs_of(times[p]));
   }
@@ -274,7 +276,7 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
     if (scaled.size() > 1) own.push_back(fastest_of(one, first_per_sweep));
   add_in_turn(own, first_per_sweep, t.first);
   if (t.first.empty()) return {};  // none of their configurations is one of these: nothing to say
-  const std::string scaling = scaled.empty() ? ""
+  const std::string scaling = scaled.empty() || lone_partial ? ""  // no scaled order is followed
                               : scaled.size() > 1
                                   ? " (times scaled to this problem's waves of blocks, their consensus)"
                                   : " (times scaled to this problem's waves of blocks)";
