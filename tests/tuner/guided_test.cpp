@@ -222,3 +222,35 @@ TEST(Guided, RefitsWhileCompilingShortenCompileBoundSweeps) {
     EXPECT_GE(within[true], within[false] - 1) << name;
   }
 }
+
+// What Gpu.GuidedFindsNearlyTheBestOnARealSweep asks of a real sweep, on a stored one of the same space:
+// gemm_tiled at 1024^3 (127 runnable configurations, measured on an H200 as that test measures) has one
+// fastest configuration and then a tier 8 to 9% slower, so whether a budget of 40 comes within 10% of the
+// best hinges on finding that one (about 4 seeds in 10 do; on an H100 the tier sits at 1.10, where the test's
+// old bound missed by 0.03% and 0.14%). The five fastest it does reach, on all but a few seeds.
+TEST(Guided, ABudgetOfAThirdOfASmallSpaceEndsAmongItsFiveFastest) {
+  const auto dir = test::spaces_dir();
+  ASSERT_FALSE(dir.empty()) << "bench/spaces not found";
+  const ReplaySpace s = read_replay_space(dir / "small" / "gemm_tiled-1024-h200.csv");
+  std::vector<double> times;
+  for (const auto& p : s.points)
+    if (p.median_ms) times.push_back(*p.median_ms);
+  std::sort(times.begin(), times.end());
+  ASSERT_GE(times.size(), 100u);
+  const KernelFamily f = replay_family(s);
+  ReplayOptions o;
+  o.compile_jobs = 16;
+  o.budget = 40;
+  o.stop_within = -1;
+  int fastest = 0, five = 0;
+  constexpr int kSeeds = 100;
+  for (int seed = 1; seed <= kSeeds; ++seed) {
+    const ReplayRun run = replay(s, f, "guided", static_cast<std::uint64_t>(seed), o);
+    ASSERT_EQ(run.curve.size(), 40u);
+    const double best = run.curve.back().best_ms;
+    fastest += best == times[0];
+    five += best <= times[4];
+  }
+  EXPECT_GE(five, 95) << "of " << kSeeds << " seeds";
+  EXPECT_GE(fastest, 30) << "of " << kSeeds << " seeds";
+}
