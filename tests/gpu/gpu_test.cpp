@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -958,8 +959,12 @@ TEST(Gpu, SamplingStrategiesWalkASpaceTooLargeToBuild) {
   }
 }
 
-// Guided search on a real sweep: within a budget of a third of gemm_tiled's space it finds a configuration
-// within 10% of the brute-force best, stores when it found it, and with two GPUs keeps both lanes measuring.
+// Guided search on a real sweep: within a budget of a third of gemm_tiled's space it ends on one of the five
+// fastest configurations as the brute force times them (one sweep's times, so that the check does not hinge
+// on two sweeps timing one kernel alike), stores when it found it, and with two GPUs keeps both lanes
+// measuring. Within 10% of the best it was until: the space has one fastest configuration and then a tier
+// that on an H100 sits at 1.10 of it, and guided finds that one within 40 on about 4 seeds in 10
+// (Guided.ABudgetOfAThirdOfASmallSpaceEndsAmongItsFiveFastest replays a stored sweep of this space).
 TEST(Gpu, GuidedFindsNearlyTheBestOnARealSweep) {
   REQUIRE_GPU();
   TempDir dir;
@@ -974,7 +979,18 @@ TEST(Gpu, GuidedFindsNearlyTheBestOnARealSweep) {
   o.budget = 40;
   const SweepRun guided = sweep(f, p, dir.path / "guided.db", o);
   ASSERT_TRUE(guided.summary.best.has_value());
-  EXPECT_LE(*guided.summary.best->record.median_ms, best * 1.10);
+  std::vector<double> brute_ms;
+  std::optional<double> picked_ms;  // guided's best, as the brute force timed it
+  for (const auto& x : all.results)
+    if (x.record.outcome == Outcome::ok) {
+      brute_ms.push_back(*x.record.median_ms);
+      if (x.record.params == guided.summary.best->record.params) picked_ms = *x.record.median_ms;
+    }
+  ASSERT_TRUE(picked_ms.has_value()) << params_to_text(guided.summary.best->record.params);
+  std::sort(brute_ms.begin(), brute_ms.end());
+  ASSERT_GE(brute_ms.size(), 5u);
+  EXPECT_LE(*picked_ms, brute_ms[4]) << params_to_text(guided.summary.best->record.params) << " takes "
+                                     << *picked_ms << " ms; the brute force's best " << best;
   EXPECT_LE(guided.summary.measured, 40);
   EXPECT_GE(guided.summary.best_found_at, 1u);
 
