@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +21,10 @@ WorkerProcess::WorkerProcess(int gpu) : gpu_(gpu) {}
 WorkerProcess::~WorkerProcess() { stop(); }
 
 void WorkerProcess::start() {
+  // Requests go down a socket, so that sending to a worker that has died returns EPIPE (send_all) rather
+  // than raising SIGPIPE, which would end this process.
   int down[2], up[2];
-  if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, down) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("cannot create a pipe for the worker: ") + std::strerror(errno));
   std::cout.flush();
   std::cerr.flush();
@@ -64,11 +67,24 @@ std::string WorkerProcess::reap() {
   return "worker ended";
 }
 
-void WorkerProcess::stop() {
-  if (pid_ > 0 && to_child_ >= 0) {
-    const std::string quit = "{\"op\":\"quit\"}\n";
-    [[maybe_unused]] auto n = ::write(to_child_, quit.data(), quit.size());
+namespace {
+
+// Sends all of `text` down the socket; false once the worker is gone (never SIGPIPE).
+bool send_all(int fd, const std::string& text) {
+  std::size_t sent = 0;
+  while (sent < text.size()) {
+    const ssize_t n = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
   }
+  return true;
+}
+
+}  // namespace
+
+void WorkerProcess::stop() {
+  if (pid_ > 0 && to_child_ >= 0) send_all(to_child_, "{\"op\":\"quit\"}\n");
   reap();
 }
 
@@ -76,16 +92,10 @@ WorkerProcess::Reply WorkerProcess::request(const nlohmann::json& message, doubl
   if (pid_ <= 0) start();
   Reply reply;
   const std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  std::size_t sent = 0;
-  while (sent < line.size()) {
-    const ssize_t n = ::write(to_child_, line.data() + sent, line.size() - sent);
-    if (n <= 0) {
-      if (errno == EINTR) continue;
-      reply.status = Reply::Status::died;
-      reply.detail = reap();
-      return reply;
-    }
-    sent += static_cast<std::size_t>(n);
+  if (!send_all(to_child_, line)) {
+    reply.status = Reply::Status::died;
+    reply.detail = reap();
+    return reply;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
@@ -135,7 +145,11 @@ int run_child_if_requested(int argc, char** argv) {
   if (argc < 2) return -1;
   const std::string role = argv[1];
   if (role == "--tiletune-worker" && argc == 3) {
-    ::signal(SIGINT, SIG_IGN);  // Ctrl-C is the parent's to handle; it stops us
+    // Ctrl-C, and a SIGTERM sent to the whole process group (`timeout`, a batch scheduler's end of job), are
+    // the parent's to handle: it ends the sweep after the measurement in flight and then stops us. Dying of
+    // one here, the measurement in flight was stored as the configuration's failure.
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGTERM, SIG_IGN);
     return worker_main(std::atoi(argv[2]), STDIN_FILENO, STDOUT_FILENO);
   }
   if (role == "--tiletune-compile" && argc == 5)

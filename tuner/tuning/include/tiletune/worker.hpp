@@ -51,6 +51,8 @@ class WorkerProcess final : public Worker {
   void stop();
   int restarts() const override { return restarts_; }
   int gpu() const override { return gpu_; }
+  // The worker's process id while one runs (started by the first request), else -1.
+  pid_t pid() const { return pid_; }
 
  private:
   void start();
