@@ -163,9 +163,8 @@ static_assert(BK % ATOM_K == 0, "BK is whole 128-byte rows");
 static_assert(WG_M % 64 == 0, "each consumer takes whole m64 slices");
 static_assert(SCHEDULE == 0 || (SCHEDULE == 1 && CONSUMERS == 2), "ping-pong (SCHEDULE 1): two consumers");
 static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma's N is a multiple of 8 up to 256");
-static_assert(BN == 32 || BN == 64 || BN == 128 || BN == 152 || BN == 160 || BN == 192 || BN == 232 ||
-                  BN == 256,
-              "wgmma wrappers exist for N 32, 64, 128, 152, 160, 192, 232, 256");
+static_assert(BN == 32 || BN == 64 || BN == 128 || BN == 160 || BN == 192 || BN == 232 || BN == 256,
+              "wgmma wrappers exist for N 32, 64, 128, 160, 192, 232, 256");
 static_assert(BN >= C_SUB || EPILOGUE == 0, "a tile narrower than 128 bytes of C stores it from registers");
 static_assert(BM <= 256 && BN <= 256, "a TMA box holds at most 256 rows");
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
@@ -402,29 +401,6 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long a
       : "l"(a), "l"(b), "r"(accumulate));
 }
 
-__device__ __forceinline__ void wgmma_n152(float (&d)[76], unsigned long long a, unsigned long long b,
-                                          int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %78, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n152" TT_MMA_KIND " {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75}, "
-      "%76, %77, p, 1, 1" TT_MMA_TRANS ";\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75])
-      : "l"(a), "l"(b), "r"(accumulate));
-}
 __device__ __forceinline__ void wgmma_n160(float (&d)[80], unsigned long long a, unsigned long long b,
                                           int accumulate) {
   asm volatile(
@@ -486,7 +462,6 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], unsigned long long a, u
   if constexpr (N == 32) wgmma_n32(d, a, b, accumulate);
   if constexpr (N == 64) wgmma_n64(d, a, b, accumulate);
   if constexpr (N == 128) wgmma_n128(d, a, b, accumulate);
-  if constexpr (N == 152) wgmma_n152(d, a, b, accumulate);
   if constexpr (N == 160) wgmma_n160(d, a, b, accumulate);
   if constexpr (N == 192) wgmma_n192(d, a, b, accumulate);
   if constexpr (N == 232) wgmma_n232(d, a, b, accumulate);
