@@ -92,12 +92,6 @@
 #define B_KN 0
 #endif
 
-// CSPLIT = 1: the two cooperative consumers split a tile's columns rather than its rows, each taking all BM
-// rows of BN / 2 columns, so that a tile may be wider than one wgmma (BN 320: two halves of 160).
-#ifndef CSPLIT
-#define CSPLIT 0
-#endif
-
 #if GEMM_TYPE != 2
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -134,9 +128,7 @@ constexpr int C_BYTES = sizeof(c_t);
 constexpr int ATOM_K = 128 / AB_BYTES;  // elements of K in one 128-byte swizzled row
 constexpr int MMA_K = 32 / AB_BYTES;    // K of one wgmma
 constexpr int K_ATOMS = BK / ATOM_K;
-constexpr int WG_M = SCHEDULE || CSPLIT ? BM : BM / CONSUMERS;  // rows of a tile per consumer warpgroup
-constexpr int WG_N = CSPLIT ? BN / CONSUMERS : BN;              // and columns
-constexpr int B_PARTS = CSPLIT ? CONSUMERS : 1;                 // TMA boxes of B a k atom (WG_N rows each)
+constexpr int WG_M = SCHEDULE ? BM : BM / CONSUMERS;  // rows of a tile per consumer warpgroup
 constexpr int TURNS = SCHEDULE ? CONSUMERS : 1;       // tiles a block has in flight, one per consumer in turn
 constexpr int STAGE_USERS = SCHEDULE ? 1 : CONSUMERS; // consumers that read each stage
 constexpr int M_ITERS = WG_M / 64;    // m64 wgmmas per consumer and k step
@@ -151,11 +143,11 @@ constexpr unsigned B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 constexpr int N_ATOMS = BN / 64;
 constexpr unsigned BKN_ATOM_BYTES = BK * 128;
 // Staging buffers of C per consumer, each WG_M rows of 128 bytes: every whole column block (1), or two in turn.
-constexpr int C_BLOCKS = WG_N / C_SUB;  // whole 128-byte column blocks of a consumer's part
-constexpr int C_BUFS = EPILOGUE == 1 ? C_BLOCKS : CSPLIT ? 1 : 2;
+constexpr int C_BLOCKS = BN / C_SUB;  // whole 128-byte column blocks of a tile
+constexpr int C_BUFS = EPILOGUE == 1 ? C_BLOCKS : 2;
 // With two buffers in turn and an odd count of column blocks a tile, the next tile starts on the other buffer:
 // the last store of this tile may still be reading the one it would start on.
-constexpr bool C_ALTERNATES = EPILOGUE >= 2 && C_BUFS == 2 && C_BLOCKS % 2 == 1;
+constexpr bool C_ALTERNATES = EPILOGUE >= 2 && C_BLOCKS % 2 == 1;
 constexpr unsigned C_WG_BYTES = EPILOGUE ? C_BUFS * WG_M * 128 : 0;
 // Registers after reallocation: every thread starts with ENTRY_REGS (65536 per SM, one block of THREADS);
 // the producer keeps 40 and the consumers share what it gives up. setmaxnreg.inc waits until the block's pool
@@ -170,12 +162,11 @@ static_assert(CONSUMERS == 1 || (CONSUMER_REGS <= 256 && PRODUCER_REGS + CONSUME
 static_assert(BK % ATOM_K == 0, "BK is whole 128-byte rows");
 static_assert(WG_M % 64 == 0, "each consumer takes whole m64 slices");
 static_assert(SCHEDULE == 0 || (SCHEDULE == 1 && CONSUMERS == 2), "ping-pong (SCHEDULE 1): two consumers");
-static_assert(WG_N % 8 == 0 && WG_N >= 8 && WG_N <= 256, "wgmma's N is a multiple of 8 up to 256");
-static_assert(WG_N == 32 || WG_N == 64 || WG_N == 128 || WG_N == 160 || WG_N == 192 || WG_N == 232 || WG_N == 256,
+static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma's N is a multiple of 8 up to 256");
+static_assert(BN == 32 || BN == 64 || BN == 128 || BN == 160 || BN == 192 || BN == 232 || BN == 256,
               "wgmma wrappers exist for N 32, 64, 128, 160, 192, 232, 256");
-static_assert(!CSPLIT || (SCHEDULE == 0 && CONSUMERS == 2 && !B_KN), "CSPLIT: two cooperative consumers, B as N x K");
 static_assert(BN >= C_SUB || EPILOGUE == 0, "a tile narrower than 128 bytes of C stores it from registers");
-static_assert(BM <= 256 && WG_N <= 256 && (CSPLIT || BN <= 256), "a TMA box holds at most 256 rows");
+static_assert(BM <= 256 && BN <= 256, "a TMA box holds at most 256 rows");
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
 static_assert(STAGES >= 2, "at least two stages");
 static_assert(EPILOGUE >= 0 && EPILOGUE <= 3, "EPILOGUE is 0, 1, 2 or 3");
@@ -608,7 +599,7 @@ __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned
 // the epilogue) into a staging buffer of WG_M rows in TMA's 128-byte swizzle: 16-byte chunk c of row r goes
 // to chunk c ^ (r % 8), so no two lanes of a store share a bank. EPILOGUE 3 writes with stmatrix four 8 x 8
 // blocks (rows r and r + 8 of column groups j and j + 1) an instruction: a quarter of the stores.
-__device__ __forceinline__ void stage_column_block(unsigned buffer, const float (&acc)[M_ITERS][WG_N / 2],
+__device__ __forceinline__ void stage_column_block(unsigned buffer, const float (&acc)[M_ITERS][BN / 2],
                                                    int b, int warp, int lane) {
 #pragma unroll
   for (int mi = 0; mi < M_ITERS; ++mi) {
@@ -642,7 +633,7 @@ __device__ __forceinline__ void stage_column_block(unsigned buffer, const float 
 // A consumer's accumulators from 8-column group j0 on straight to C (rows from `row0`, columns from `n0`),
 // clipped at the edges of C; pairs of outputs in one store where N is even. The layout is described at the
 // epilogue.
-__device__ __forceinline__ void store_columns(c_t* C, const float (&acc)[M_ITERS][WG_N / 2], int row0, int n0,
+__device__ __forceinline__ void store_columns(c_t* C, const float (&acc)[M_ITERS][BN / 2], int row0, int n0,
                                               int M, int N, int j0, int warp, int lane) {
   const bool pairs = (N % 2) == 0;
 #pragma unroll
@@ -653,7 +644,7 @@ __device__ __forceinline__ void store_columns(c_t* C, const float (&acc)[M_ITERS
       if (row >= M) continue;
       c_t* out = C + static_cast<long long>(row) * N;
 #pragma unroll
-      for (int j = j0; j < WG_N / 8; ++j) {
+      for (int j = j0; j < BN / 8; ++j) {
         const int col = n0 + 8 * j + 2 * (lane % 4);
         const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
         if (pairs && col + 1 < N) {
@@ -742,17 +733,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
           // B: K-major atoms of BN rows and 128 bytes of k, or (B_KN) N-major atoms of BK rows of 64 columns.
           constexpr int B_LOADS = B_KN ? N_ATOMS : K_ATOMS;
 #pragma unroll
-          for (int a = 0; a < B_LOADS; ++a)
-#pragma unroll
-            for (int p = 0; p < B_PARTS; ++p) {
-              const unsigned dst_b =
-                  sB + stage * B_STAGE_BYTES + a * (B_KN ? BKN_ATOM_BYTES : B_ATOM_BYTES) + p * WG_N * 128;
-              const int x = B_KN ? n0 + a * 64 : kt * BK + a * ATOM_K, y = B_KN ? kt * BK : n0 + p * WG_N;
-              if (CLUSTER_M == 1)
-                tma_load(dst_b, &tma_b, bar, x, y);
-              else if (rank_m == 0)
-                tma_load_multicast(dst_b, &tma_b, bar, x, y, col_mask);
-            }
+          for (int a = 0; a < B_LOADS; ++a) {
+            const unsigned dst_b = sB + stage * B_STAGE_BYTES + a * (B_KN ? BKN_ATOM_BYTES : B_ATOM_BYTES);
+            const int x = B_KN ? n0 + a * 64 : kt * BK + a * ATOM_K, y = B_KN ? kt * BK : n0;
+            if (CLUSTER_M == 1)
+              tma_load(dst_b, &tma_b, bar, x, y);
+            else if (rank_m == 0)
+              tma_load_multicast(dst_b, &tma_b, bar, x, y, col_mask);
+          }
           next_stage(stage, phase);
         }
       }
@@ -773,9 +761,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #endif
     const int wg = warpgroup - 1;
     const int warp = t / 32, lane = t % 32;
-    const int row0 = SCHEDULE || CSPLIT ? 0 : wg * WG_M;  // this consumer's first row in the tile
-    const int col0 = CSPLIT ? wg * WG_N : 0;              // and column
-    float acc[M_ITERS][WG_N / 2];
+    const int row0 = SCHEDULE ? 0 : wg * WG_M;  // this consumer's first row in the tile
+    float acc[M_ITERS][BN / 2];
     int stage = 0;
     unsigned phase = 0;
     // Passes over n k-tiles of the ring that another consumer reads (ping-pong): each wrap flips the phase.
@@ -815,13 +802,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         for (int a = 0; a < K_ATOMS; ++a) {
 #pragma unroll
           for (int ks = 0; ks < ATOM_K / MMA_K; ++ks) {
-            const unsigned long long db =
-                b_desc(sB + stage * B_STAGE_BYTES + col0 * 128, a * ATOM_K + ks * MMA_K);
+            const unsigned long long db = b_desc(sB + stage * B_STAGE_BYTES, a * ATOM_K + ks * MMA_K);
 #pragma unroll
             for (int mi = 0; mi < M_ITERS; ++mi) {
               const unsigned long long da = smem_desc(sA + stage * A_STAGE_BYTES + a * A_ATOM_BYTES +
                                                       (row0 + mi * 64) * 128 + ks * MMA_K * AB_BYTES);
-              wgmma<WG_N>(acc[mi], da, db, (kt | a | ks) != 0);
+              wgmma<BN>(acc[mi], da, db, (kt | a | ks) != 0);
             }
           }
         }
@@ -841,7 +827,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       // Thread t holds, for each m64 slice mi and each 8 columns j, rows r and r + 8 (r = 16 warp + lane / 4)
       // at columns 8 j + 2 (lane % 4) and the next: acc[mi][4 j + 2 h + {0, 1}] for row r + 8 h.
 #if EPILOGUE == 0
-      store_columns(C, acc, m0 + row0, n0 + col0, M, N, 0, warp, lane);
+      store_columns(C, acc, m0 + row0, n0, M, N, 0, warp, lane);
 #else
       // Column block b (C_SUB columns, 128 bytes a row) of this consumer's part goes through staging buffer
       // (b + c_turn) % C_BUFS: written in TMA's 128-byte swizzle (no bank conflicts), made visible to TMA (the
@@ -857,14 +843,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         named_sync(1 + wg, 128);
         if (t == 0) {
-          tma_store(&tma_c, buffer, n0 + col0 + b * C_SUB, m0 + row0);
+          tma_store(&tma_c, buffer, n0 + b * C_SUB, m0 + row0);
           asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         }
       }
       if (C_ALTERNATES) c_turn ^= 1;
       // A tile BN wide that is not whole 128-byte columns stores the last part column from registers.
-      if (WG_N % C_SUB)
-        store_columns(C, acc, m0 + row0, n0 + col0, M, N, C_BLOCKS * (C_SUB / 8), warp, lane);
+      if (BN % C_SUB) store_columns(C, acc, m0 + row0, n0, M, N, C_BLOCKS * (C_SUB / 8), warp, lane);
 #endif
     }
 #if EPILOGUE != 0
