@@ -144,10 +144,10 @@ constexpr int N_ATOMS = BN / 64;
 constexpr unsigned BKN_ATOM_BYTES = BK * 128;
 // Staging buffers of C per consumer, each WG_M rows of 128 bytes: every whole column block (1), or two in turn.
 constexpr int C_BLOCKS = BN / C_SUB;  // whole 128-byte column blocks of a tile
-constexpr int C_BUFS = EPILOGUE == 1 || EPILOGUE == 4 ? C_BLOCKS : 2;
+constexpr int C_BUFS = EPILOGUE == 1 ? C_BLOCKS : 2;
 // With two buffers in turn and an odd count of column blocks a tile, the next tile starts on the other buffer:
 // the last store of this tile may still be reading the one it would start on.
-constexpr bool C_ALTERNATES = (EPILOGUE == 2 || EPILOGUE == 3) && C_BLOCKS % 2 == 1;
+constexpr bool C_ALTERNATES = EPILOGUE >= 2 && C_BLOCKS % 2 == 1;
 constexpr unsigned C_WG_BYTES = EPILOGUE ? C_BUFS * WG_M * 128 : 0;
 // Registers after reallocation: every thread starts with ENTRY_REGS (65536 per SM, one block of THREADS);
 // the producer keeps 40 and the consumers share what it gives up. setmaxnreg.inc waits until the block's pool
@@ -169,7 +169,7 @@ static_assert(BN >= C_SUB || EPILOGUE == 0, "a tile narrower than 128 bytes of C
 static_assert(BM <= 256 && BN <= 256, "a TMA box holds at most 256 rows");
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
 static_assert(STAGES >= 2, "at least two stages");
-static_assert(EPILOGUE >= 0 && EPILOGUE <= 4, "EPILOGUE is 0, 1, 2, 3 or 4");
+static_assert(EPILOGUE >= 0 && EPILOGUE <= 3, "EPILOGUE is 0, 1, 2 or 3");
 static_assert(EPILOGUE != 3 || GEMM_TYPE != 2, "stmatrix (EPILOGUE 3) stores 16-bit outputs");
 static_assert(!B_KN || (GEMM_TYPE != 2 && BN % 64 == 0), "B as K x N: 16-bit inputs, whole 64-column atoms");
 
@@ -584,7 +584,7 @@ __device__ __forceinline__ void st_shared_pair(unsigned addr, float a, float b) 
 #endif
 }
 
-#if EPILOGUE == 3 || (EPILOGUE == 4 && GEMM_TYPE != 2)
+#if EPILOGUE == 3
 // Four 8 x 8 matrices of 16-bit values into shared memory; lane l gives the address of row l % 8 of matrix
 // l / 8, and register q holds this thread's pair of matrix q (row lane / 4, columns 2 (lane % 4) and next).
 __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2,
@@ -603,7 +603,7 @@ __device__ __forceinline__ void stage_column_block(unsigned buffer, const float 
                                                    int b, int warp, int lane) {
 #pragma unroll
   for (int mi = 0; mi < M_ITERS; ++mi) {
-#if EPILOGUE == 3 || (EPILOGUE == 4 && GEMM_TYPE != 2)
+#if EPILOGUE == 3
     const int q = lane / 8;                                    // the matrix whose row this lane addresses
     const int r = mi * 64 + warp * 16 + 8 * (q % 2) + lane % 8;  // row within the consumer's part
 #pragma unroll
@@ -828,40 +828,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       // at columns 8 j + 2 (lane % 4) and the next: acc[mi][4 j + 2 h + {0, 1}] for row r + 8 h.
 #if EPILOGUE == 0
       store_columns(C, acc, m0 + row0, n0, M, N, 0, warp, lane);
-#elif EPILOGUE == 4
-      // Every column block of this consumer's part staged (as EPILOGUE 1), then copied to C in 16-byte stores a
-      // row at a time, consecutive lanes on consecutive chunks: a row of C that is not whole 128-byte lines then
-      // costs one extra line a row of the part rather than one a column block.
-      const unsigned stage_c = sC + wg * C_WG_BYTES;
-      named_sync(1 + wg, 128);  // the previous tile's copy has read the buffers
-#pragma unroll
-      for (int b = 0; b < C_BLOCKS; ++b) stage_column_block(stage_c + b * (WG_M * 128), acc, b, warp, lane);
-      named_sync(1 + wg, 128);
-      constexpr int CHUNKS = C_BLOCKS * 8;  // 16-byte chunks of a row of the part
-      for (int c = t; c < WG_M * CHUNKS; c += 128) {
-        const int r = c / CHUNKS, q = c % CHUNKS, qq = q % 8;
-        const int row = m0 + row0 + r, col = n0 + q * (16 / C_BYTES);
-        if (row >= M || col >= N) continue;
-        const unsigned addr = stage_c + (q / 8) * (WG_M * 128) + r * 128 + ((qq ^ (r & 7)) << 4);
-        uint4 v;
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "r"(addr));
-        c_t* out = C + static_cast<long long>(row) * N + col;
-        if (col + 16 / C_BYTES <= N) {
-          *reinterpret_cast<uint4*>(out) = v;
-        } else {
-          for (int k = 0; k < 16 / C_BYTES && col + k < N; ++k) {
-            const int word = k * C_BYTES / 4;
-            const unsigned w = word == 0 ? v.x : word == 1 ? v.y : word == 2 ? v.z : v.w;
-            if (C_BYTES == 4)
-              reinterpret_cast<unsigned*>(out)[k] = w;
-            else
-              reinterpret_cast<unsigned short*>(out)[k] = static_cast<unsigned short>(k % 2 ? w >> 16 : w);
-          }
-        }
-      }
-      if (BN % C_SUB) store_columns(C, acc, m0 + row0, n0, M, N, C_BLOCKS * (C_SUB / 8), warp, lane);
 #else
       // Column block b (C_SUB columns, 128 bytes a row) of this consumer's part goes through staging buffer
       // (b + c_turn) % C_BUFS: written in TMA's 128-byte swizzle (no bank conflicts), made visible to TMA (the
