@@ -13,6 +13,7 @@ Needs Kernel Tuner 1.5 (pip install kernel_tuner==1.5.0) in the Python that runs
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import random
@@ -112,7 +113,7 @@ def export_sweep(tiletune, db, sweep_id, workdir):
 def read_space_file(path):
     """A replay space file as `tiletune replay --write-space` writes it: its name ('FAMILY SIZE [ARGS]
     DEVICE'), its family, and per runnable configuration (parameters, outcome, median ms, compile ms, measure
-    ms); the plan features that follow are of no use to a cache."""
+    ms, and the plan features that follow by name, NaN where unknown)."""
     with open(path) as f:
         lines = [line.rstrip("\r") for line in f.read().split("\n") if line.strip()]
     magic, family = "# tiletune replay space: ", "# family: "
@@ -127,7 +128,8 @@ def read_space_file(path):
             if not at or len(fields) != len(header) or fields[at] not in ("ok", "failed", "compile_failed"):
                 raise ValueError()
             values = dict(zip(header, (int(v) for v in fields[:at])))
-            rows.append((values, fields[at], *(float(v) for v in fields[at + 1 : at + 4])))
+            plan = {k: float(v) if v else math.nan for k, v in zip(header[at + 4 :], fields[at + 4 :])}
+            rows.append((values, fields[at], *(float(v) for v in fields[at + 1 : at + 4]), plan))
         except ValueError:
             raise ValueError("%s: line %d: not a configuration of the header's columns" % (path, n)) from None
     return lines[0][len(magic) :], lines[1][len(family) :], rows
@@ -190,7 +192,7 @@ def write_space_cache(path, templates, workdir):
         "tiletune": {"family": family, "size": size, "args": args, "pruned": {}},
         "cache": {},
     }
-    for values, *result in rows:
+    for values, *result, _plan in rows:  # a cache has no use for the plan features
         params = {k: values[k] for k in keys}
         doc["cache"][",".join(str(v) for v in params.values())] = space_entry(params, *result)
     out = os.path.join(workdir, "space-%s.json" % os.path.splitext(os.path.basename(path))[0])

@@ -13,26 +13,22 @@ Each asks how soon an idea would put a configuration within 1% of a space's best
 Needs numpy and xgboost (pip install numpy xgboost). Prints one line per space.
 """
 import argparse
-import csv
 import glob
 import json
 import math
 import os
 import statistics
 
+from kt_compare import read_space_file
+
 PLAN = ["threads", "log2_blocks", "smem_kib", "blocks_per_sm", "occupancy", "waves", "last_wave_fill"]
 
 
 def load(path):
-    """(family, parameter names, rows as dicts, times with inf for failures) of a space file."""
-    with open(path) as f:
-        lines = f.readlines()
-    family = next(l.split(":", 1)[1].strip() for l in lines if l.startswith("# family:"))
-    rows = list(csv.DictReader(l for l in lines if not l.startswith("#")))
-    header = list(rows[0].keys())
-    params = header[: header.index("outcome")]
-    times = [float(r["median_ms"]) if r["outcome"] == "ok" and r["median_ms"] else math.inf for r in rows]
-    return family, params, rows, times
+    """(family, parameter names, rows as read_space_file gives them, times with inf for failures)."""
+    _, family, rows = read_space_file(path)
+    times = [median_ms if outcome == "ok" else math.inf for _, outcome, median_ms, *_ in rows]
+    return family, list(rows[0][0]), rows, times
 
 
 def first_within(order, times, tolerance=1.01):
@@ -58,22 +54,26 @@ def rank_by_model(x_train, y_train, x):
 
 
 def plan_rows(rows):
-    return [[float(r[p]) if r[p] else math.nan for p in PLAN] for r in rows]
+    return [[plan.get(p, math.nan) for p in PLAN] for *_, plan in rows]
 
 
 def param_rows(rows, params):
-    return [[math.log2(float(r[p])) if float(r[p]) >= 1 else float(r[p]) - 1 for p in params] for r in rows]
+    """Each parameter as guided's model sees it: log2 where it is at least 1, else the value less 1."""
+    return [[math.log2(v[p]) if v[p] >= 1 else v[p] - 1 for p in params] for v, *_ in rows]
 
 
 def zero_shot(spaces):
-    loaded = {path: load(path) for path in spaces}
-    for path, (family, _, rows, times) in loaded.items():
+    loaded = {}
+    for path in spaces:
+        family, _, rows, times = load(path)
+        loaded[path] = (family.split("_")[0], plan_rows(rows), times)
+    for path, (kind, x, times) in loaded.items():
         x_train, y_train = [], []
-        for other, (family2, _, rows2, times2) in loaded.items():
-            if family2.split("_")[0] != family.split("_")[0]:  # no gemm space learns from another gemm
-                x_train += plan_rows(rows2)
+        for kind2, x2, times2 in loaded.values():
+            if kind2 != kind:  # no gemm space learns from another gemm
+                x_train += x2
                 y_train += log_ratio(times2)
-        order = rank_by_model(x_train, y_train, plan_rows(rows))
+        order = rank_by_model(x_train, y_train, x)
         good = sum(t <= min(times) * 1.01 for t in times)
         print(f"{os.path.basename(path):42s} {len(times):5d} configurations, {good:2d} within 1%: "
               f"the model's first within 1% is its {first_within(order, times)}th, "
@@ -81,22 +81,22 @@ def zero_shot(spaces):
 
 
 def sizes(spaces):
-    loaded = {path: load(path) for path in spaces}
-    for target, (_, params, rows, times) in loaded.items():
+    # Per space, once: its rows by each feature set, and its times.
+    loaded = {}
+    for path in spaces:
+        _, params, rows, times = load(path)
+        by_params, by_plan = param_rows(rows, params), plan_rows(rows)
+        features = {"parameters": by_params, "plan": by_plan, "both": [u + v for u, v in zip(by_params, by_plan)]}
+        loaded[path] = (features, times)
+    for target, (features, times) in loaded.items():
         others = [p for p in loaded if p != target]
         for i, a in enumerate(others):
             for b in others[i + 1:]:
                 out = []
                 for name in ("parameters", "plan", "both"):
-                    def features(r, p):
-                        return {"parameters": param_rows(r, p), "plan": plan_rows(r),
-                                "both": [u + v for u, v in zip(param_rows(r, p), plan_rows(r))]}[name]
-                    x_train, y_train = [], []
-                    for src in (a, b):
-                        _, p2, r2, t2 = loaded[src]
-                        x_train += features(r2, p2)
-                        y_train += log_ratio(t2)
-                    order = rank_by_model(x_train, y_train, features(rows, params))
+                    x_train = loaded[a][0][name] + loaded[b][0][name]
+                    y_train = log_ratio(loaded[a][1]) + log_ratio(loaded[b][1])
+                    order = rank_by_model(x_train, y_train, features[name])
                     out.append(f"{name} {first_within(order, times)}")
                 print(f"{os.path.basename(target)} from {os.path.basename(a)} and {os.path.basename(b)}: "
                       + ", ".join(out))
@@ -105,8 +105,8 @@ def sizes(spaces):
 def hill_climb(spaces):
     for path in spaces:
         _, params, rows, times = load(path)
-        table = {tuple(r[p] for p in params): t for r, t in zip(rows, times)}
-        values = [sorted({k[i] for k in table}, key=float) for i in range(len(params))]
+        table = {tuple(v[p] for p in params): t for (v, *_), t in zip(rows, times)}
+        values = [sorted({k[i] for k in table}) for i in range(len(params))]
         best = min(times)
 
         def neighbours(key):
