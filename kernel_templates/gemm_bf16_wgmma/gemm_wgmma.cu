@@ -12,14 +12,14 @@
 // registers to them (setmaxnreg).
 //
 // Tiles: a cluster of CLUSTER_M x CLUSTER_N blocks takes a CLUSTER_M x CLUSTER_N patch of adjacent tiles.
-// Blocks of a cluster row share their A tile and blocks of a cluster column their B tile: one block loads it
-// and TMA multicasts it into every block that shares it, and a stage is refilled only once every consumer of
-// the cluster has released it. PERSISTENT = 1 launches at most one cluster per CLUSTER_M * CLUSTER_N SMs,
-// each walking the patches in steps of the grid; 2 launches the fewest clusters that take the same number of
-// turns (512 patches on 132 SMs: 128 clusters of 4 rather than 132 of 3 or 4); 0 launches one cluster per
-// patch. The kernel only reads the grid's size: the family's launch expression picks it. Patches are visited
-// in groups of GROUP patch rows (RASTER 0) or columns (RASTER 1), or along a Hilbert curve over them all
-// (RASTER 2), so that neighbouring blocks share A and B in L2.
+// Blocks of a cluster row share their A tile and blocks of a cluster column their B tile: each of them loads
+// a slice of it and multicasts the slice into every block that shares it (A_ROWS, SPLIT_B below), and a
+// stage is refilled only once every consumer of the cluster has released it. PERSISTENT = 1 launches at most
+// one cluster per CLUSTER_M * CLUSTER_N SMs, each walking the patches in steps of the grid; 2 launches the
+// fewest clusters that take the same number of turns (512 patches on 132 SMs: 128 clusters of 4 rather than
+// 132 of 3 or 4); 0 launches one cluster per patch. The kernel only reads the grid's size: the family's launch
+// expression picks it. Patches are visited in groups of GROUP patch rows (RASTER 0) or columns (RASTER 1), or
+// along a Hilbert curve over them all (RASTER 2), so that neighbouring blocks share A and B in L2.
 //
 // SCHEDULE 0 (cooperative): the consumers split each tile's rows. SCHEDULE 1 (ping-pong, two consumers):
 // each consumer takes a whole BM x BN tile, the block's tiles going to the two in turn. The producer fills
@@ -142,6 +142,15 @@ constexpr unsigned B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 // With B_KN, a stage of B is BN / 64 atoms, each BK rows of 64 columns (128 bytes), the same bytes in all.
 constexpr int N_ATOMS = BN / 64;
 constexpr unsigned BKN_ATOM_BYTES = BK * 128;
+// A tile that blocks of a cluster share is loaded in slices, one by each block, each multicast into all of
+// them, so that the loads and their L2 requests are spread over the blocks' SMs: A's BM rows over the
+// CLUSTER_N blocks of a cluster row (A_ROWS each), B's rows (or, with B_KN, its 64-column atoms) over the
+// CLUSTER_M blocks of a cluster column. A slice starts on a 1024-byte swizzle atom: B_ROWS a multiple of 8;
+// where BN does not split so (232), or with B_KN into whole atoms (64, 192), the first block loads the whole
+// tile. The tensor maps' boxes (family.json) are these slices.
+constexpr int A_ROWS = BM / CLUSTER_N;
+constexpr bool SPLIT_B = CLUSTER_M > 1 && (B_KN ? N_ATOMS % CLUSTER_M == 0 : (BN / CLUSTER_M) % 8 == 0);
+constexpr int B_ROWS = SPLIT_B && !B_KN ? BN / CLUSTER_M : BN;
 // Staging buffers of C per consumer, each WG_M rows of 128 bytes: every whole column block (1), or two in turn.
 constexpr int C_BLOCKS = BN / C_SUB;  // whole 128-byte column blocks of a tile
 constexpr int C_BUFS = EPILOGUE == 1 ? C_BLOCKS : 2;
@@ -168,6 +177,7 @@ static_assert(BN == 32 || BN == 64 || BN == 128 || BN == 160 || BN == 192 || BN 
 static_assert(BN >= C_SUB || EPILOGUE == 0, "a tile narrower than 128 bytes of C stores it from registers");
 static_assert(BM <= 256 && BN <= 256, "a TMA box holds at most 256 rows");
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "at most 8 blocks in a cluster");
+static_assert(A_ROWS % 8 == 0, "each block's slice of A starts on a 1024-byte swizzle atom");
 static_assert(STAGES >= 2, "at least two stages");
 static_assert(EPILOGUE >= 0 && EPILOGUE <= 3, "EPILOGUE is 0, 1, 2 or 3");
 static_assert(EPILOGUE != 3 || GEMM_TYPE != 2, "stmatrix (EPILOGUE 3) stores 16-bit outputs");
@@ -727,8 +737,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             const unsigned dst_a = sA + stage * A_STAGE_BYTES + a * A_ATOM_BYTES;
             if (CLUSTER_N == 1)
               tma_load(dst_a, &tma_a, bar, k0, m0);
-            else if (rank_n == 0)
-              tma_load_multicast(dst_a, &tma_a, bar, k0, m0, row_mask);
+            else  // this block's slice of the rows, into every block of its cluster row
+              tma_load_multicast(dst_a + rank_n * A_ROWS * 128, &tma_a, bar, k0, m0 + rank_n * A_ROWS,
+                                 row_mask);
           }
           // B: K-major atoms of BN rows and 128 bytes of k, or (B_KN) N-major atoms of BK rows of 64 columns.
           constexpr int B_LOADS = B_KN ? N_ATOMS : K_ATOMS;
@@ -736,10 +747,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
           for (int a = 0; a < B_LOADS; ++a) {
             const unsigned dst_b = sB + stage * B_STAGE_BYTES + a * (B_KN ? BKN_ATOM_BYTES : B_ATOM_BYTES);
             const int x = B_KN ? n0 + a * 64 : kt * BK + a * ATOM_K, y = B_KN ? kt * BK : n0;
-            if (CLUSTER_M == 1)
+            if (CLUSTER_M == 1) {
               tma_load(dst_b, &tma_b, bar, x, y);
-            else if (rank_m == 0)
+            } else if (SPLIT_B && B_KN) {  // this block's share of the atoms
+              if (a / (N_ATOMS / CLUSTER_M) == static_cast<int>(rank_m))
+                tma_load_multicast(dst_b, &tma_b, bar, x, y, col_mask);
+            } else if (SPLIT_B) {  // this block's slice of the rows
+              tma_load_multicast(dst_b + rank_m * B_ROWS * 128, &tma_b, bar, x, y + rank_m * B_ROWS, col_mask);
+            } else if (rank_m == 0) {
               tma_load_multicast(dst_b, &tma_b, bar, x, y, col_mask);
+            }
           }
           next_stage(stage, phase);
         }
