@@ -113,9 +113,10 @@ TEST(WgmmaFamilies, UnalignedRowsOfCLeaveTheRegisterEpilogue) {
   }
 }
 
-// The launch the worker gets for the default configuration at 4096^3 on the H100: A and B read in boxes of
-// 128 bytes of K by BM (BN) rows with 128-byte swizzle, C stored in boxes of 128 bytes by BM / CONSUMERS
-// rows, a persistent grid of one block per SM, and a cluster of two when CLUSTER_M is 2.
+// The launch the worker gets for the default configuration at 4096^3 on the H100 with CLUSTER_M 2: A and B
+// read in boxes of 128 bytes of K by BM rows and by BN / 2 rows (each block of the cluster loads half of the
+// B tile they share) with 128-byte swizzle, C stored in boxes of 128 bytes by BM / CONSUMERS rows, a
+// persistent grid of one block per SM, and a cluster of two.
 TEST(WgmmaFamilies, LaunchCarriesTheTensorMapsAndTheCluster) {
   const DeviceLimits h100 = load_profile("h100");
   for (const char* name : kFamilies) {
@@ -145,7 +146,7 @@ TEST(WgmmaFamilies, LaunchCarriesTheTensorMapsAndTheCluster) {
     EXPECT_EQ(b.l2_promotion, 0u);
     EXPECT_EQ(b.buffer, "B");
     EXPECT_EQ(b.box, (std::vector<std::uint32_t>{static_cast<std::uint32_t>(128 / es),
-                                                 static_cast<std::uint32_t>(BN)}));
+                                                 static_cast<std::uint32_t>(BN / 2)}));
     EXPECT_EQ(cm.buffer, "C");
     EXPECT_EQ(cm.box, (std::vector<std::uint32_t>{static_cast<std::uint32_t>(128 / es),
                                                   static_cast<std::uint32_t>(BM / consumers)}));
@@ -155,6 +156,34 @@ TEST(WgmmaFamilies, LaunchCarriesTheTensorMapsAndTheCluster) {
                                                               : wire::TensorMapDataType::bfloat16;
     EXPECT_EQ(a.type, type) << name;
     EXPECT_EQ(cm.type, type) << name;
+  }
+}
+
+// The blocks of a cluster that share a tile load it in slices, one each, multicast into both: with CLUSTER_N
+// 2 A's box is half of BM rows, with CLUSTER_M 2 B's is half of BN rows, but where half of BN does not start
+// on a 1024-byte swizzle atom (232: 116 rows) the first block loads the whole B tile. With B as K x N, B's
+// box (BK rows of 64 columns) is the same either way: the blocks split B's 64-column atoms instead.
+TEST(WgmmaFamilies, BlocksOfAClusterLoadSlicesOfTheTilesTheyShare) {
+  const DeviceLimits h100 = load_profile("h100");
+  auto boxes = [&](const KernelFamily& f, const Params& changes) {
+    const ProblemKey p = f.make_problem({4096, 4096, 4096}, {});
+    const PlannedConfig c = deepest_ring(f, h100, p, with(f, changes));
+    EXPECT_EQ(c.outcome, Outcome::ok) << f.name << " " << params_to_text(c.params) << ": " << c.reason;
+    const auto req = measure_request(f, p, c.params, c.launch, "k.cubin", MeasureSettings{});
+    return std::pair{req.kernel.args[3].tensor_map.box[1], req.kernel.args[4].tensor_map.box[1]};
+  };
+  for (const char* name : kFamilies) {
+    const KernelFamily& f = find_family(builtin(), name);
+    EXPECT_EQ(boxes(f, {{"BM", 128}, {"BN", 256}}), std::pair(128u, 256u)) << name;
+    EXPECT_EQ(boxes(f, {{"BM", 128}, {"BN", 256}, {"CLUSTER_N", 2}}), std::pair(64u, 256u)) << name;
+    EXPECT_EQ(boxes(f, {{"BM", 128}, {"BN", 192}, {"CLUSTER_M", 2}}), std::pair(128u, 96u)) << name;
+    EXPECT_EQ(boxes(f, {{"BM", 128}, {"BN", 232}, {"CLUSTER_M", 2}}), std::pair(128u, 232u)) << name;
+  }
+  for (const char* name : {"gemm_bf16_wgmma_ab", "gemm_f16_wgmma_ab"}) {
+    const KernelFamily& f = find_family(builtin(), name);
+    const auto bk = static_cast<std::uint32_t>(f.default_params().at("BK"));
+    EXPECT_EQ(boxes(f, {{"BM", 128}, {"BN", 256}, {"CLUSTER_M", 2}}), std::pair(128u, bk)) << name;
+    EXPECT_EQ(boxes(f, {{"BM", 256}, {"BN", 128}, {"CLUSTER_N", 2}}), std::pair(128u, bk)) << name;
   }
 }
 
