@@ -119,17 +119,17 @@ std::vector<float> order(bool rising) {
 }
 
 // Guided's start alone (no model yet) over `rows`, following `priors`; candidate i takes ms(i) on the new
-// size.
+// size. Each row is `features` features, then the priors' columns where it holds them.
 class StartOnPriors {
  public:
   StartOnPriors(const std::vector<std::vector<float>>& rows, std::vector<std::vector<float>> priors,
                 std::uint64_t seed, double (*ms)(std::size_t),
-                std::vector<std::vector<float>> prior_log_times = {})
+                std::vector<std::vector<float>> prior_log_times = {}, std::size_t features = 1)
       : times_(kCandidates), ms_(ms) {
     GuidedOptions o;
     o.initial = 100;  // a start that would follow a prior for a dozen batches
     o.priors = std::move(priors);
-    o.prior_columns = rows.front().size() - 1;  // one feature, then the priors' columns where rows hold them
+    o.prior_columns = rows.front().size() - features;
     o.prior_log_times = std::move(prior_log_times);
     strategy_ = make_guided_strategy(rows, 0, seed, o);
   }
@@ -193,16 +193,16 @@ TwoBatches against_the_prior(double (*ms)(std::size_t), std::vector<std::vector<
 }  // namespace
 
 // The only earlier sweep orders the space the other way round: once its first picks are measured, the start
-// drops it and draws at random instead of walking on down its order.
-TEST(Transfer, DropsEarlierSweepsThatOrderWhatIsMeasuredUnlikeThisSpace) {
+// ends and the model picks instead of walking on down its order.
+TEST(Transfer, TurnsToTheModelWhenEarlierSweepsOrderWhatIsMeasuredUnlikeThisSpace) {
   const TwoBatches b = against_the_prior([](std::size_t i) { return std::exp(static_cast<double>(i) / 20); });
   EXPECT_GE(b.first, 7) << "the prior's first picks";
   EXPECT_EQ(b.remarks_first, "");
   EXPECT_LE(b.second, 3) << "still following a prior that the times contradict";
   EXPECT_EQ(b.remarks_second,
             "guided: the earlier sweeps order the 8 measured configurations unlike this "
-            "problem (rank correlation -1.00 at best): transfer dropped after 8 "
-            "measurements");
+            "problem (rank correlation -1.00 at best): after 8 measurements, their fastest with each "
+            "parameter value not yet measured, then the model");
 }
 
 // The same order against the prior, but the prior's picks all within 1% of each other (sizes whose best
@@ -230,7 +230,7 @@ TEST(Transfer, KeepsAnEarlierSweepWhoseTimesFitWhatIsMeasured) {
   EXPECT_EQ(kept.remarks_second, "");
   const TwoBatches dropped = against_the_prior(ms, {off});
   EXPECT_LE(dropped.second, 3) << "kept a prior whose times fit badly";
-  EXPECT_NE(dropped.remarks_second.find("transfer dropped after 8"), std::string::npos)
+  EXPECT_NE(dropped.remarks_second.find("after 8 measurements, their fastest with each"), std::string::npos)
       << dropped.remarks_second;
   EXPECT_LE(against_the_prior(ms).second, 3) << "without the prior's times, its order alone decides";
 }
@@ -239,6 +239,7 @@ TEST(Transfer, KeepsAnEarlierSweepWhoseTimesFitWhatIsMeasured) {
 // 1000^3 (which splits K) does not. A size tuned beside one like it and one unlike it is found within 1% in
 // at most 30 measurements, median over 20 seeds, as is 3000x2000x1000 from 2048^3 and 4096^3 (whose scaled
 // times fit it, though the order of their near-equal first picks does not: see GuidedOptions::most_misfit).
+// 1000^3 from the other two: see ASizeTheOthersOrderUnlikeIsFoundWithinThirtyMeasurements.
 TEST(Transfer, ANewGemmSizeIsFoundWithinThirtyMeasurementsAfterTwoOthers) {
   const ReplaySpace small = regtile("1000"), mid = regtile("2048"), large = regtile("4096"),
                     oblong = regtile("3000x2000x1000");
@@ -263,6 +264,52 @@ TEST(Transfer, WaveScaleFollowsWholeWavesOfBlocksOverTheSms) {
   EXPECT_DOUBLE_EQ(wave_scale(264, 132, 264, 114), 3.0 / 2.0);        // the same grid on fewer SMs
   EXPECT_DOUBLE_EQ(wave_scale(0, 132, 64, 132), 1.0);                 // unknown: unscaled
   EXPECT_DOUBLE_EQ(wave_scale(64, 132, 64, 0), 1.0);
+}
+
+// An SM holds as many blocks as the grid gives it, up to what fits: 128 blocks of 128 threads on 132 SMs
+// leave one (4 warps) on each, 512 of them four (16 warps), of which 3 fit where shared memory allows 3.
+// Below 8 warps a time grows as 8 over the warps; measured with too few, it is not lowered.
+TEST(Transfer, LatencyScaleRaisesTimesWhereTooFewWarpsAreResident) {
+  EXPECT_DOUBLE_EQ(resident_warps(128, 132, 128, 16), 4.0);
+  EXPECT_DOUBLE_EQ(resident_warps(512, 132, 128, 16), 16.0);
+  EXPECT_DOUBLE_EQ(resident_warps(512, 132, 128, 3), 12.0);
+  EXPECT_DOUBLE_EQ(resident_warps(512, 132, 100, 3), 12.0);  // a part warp is a warp
+  EXPECT_DOUBLE_EQ(resident_warps(0, 132, 128, 3), 0.0);     // unknown
+  EXPECT_DOUBLE_EQ(latency_scale(16, 4), 2.0);
+  EXPECT_DOUBLE_EQ(latency_scale(6, 4), 1.5);   // both short: by how much more
+  EXPECT_DOUBLE_EQ(latency_scale(4, 16), 1.0);  // not lowered
+  EXPECT_DOUBLE_EQ(latency_scale(8, 32), 1.0);
+  EXPECT_DOUBLE_EQ(latency_scale(0, 4), 1.0);  // unknown: unscaled
+}
+
+// The prior puts every configuration with A = 1 first, and they are all slow here and ordered against it;
+// B's eight values are among its first picks. Once they misfit, the next pick is the prior's fastest with a
+// value of A or B that no measured configuration has (A = 0 unless the start's random pick had it), before
+// the model's.
+TEST(Transfer, AfterAMisfitMeasuresThePriorsFastestWithEachValueItsFavouritesLack) {
+  constexpr std::size_t half = kCandidates / 2;
+  std::vector<std::vector<float>> rows;
+  const std::vector<float> rising = order(true);
+  for (std::size_t i = 0; i < kCandidates; ++i)
+    rows.push_back({i < half ? 1.0f : 0.0f, static_cast<float>(i % 8), rising[i]});
+  StartOnPriors start(
+      rows, {rising}, 7,
+      [](std::size_t i) {
+        return i < half ? 2 * std::exp(static_cast<double>(8 - i) / 20) : 1 + 1e-4 * static_cast<double>(i);
+      },
+      {}, 2);
+  const std::vector<std::size_t> first = start.batch(), second = start.batch();
+  EXPECT_GE(among(first, [](std::size_t i) { return i < 8; }), 7) << "the prior's first picks";
+  std::set<std::pair<std::size_t, float>> seen;
+  for (std::size_t i : first) seen.emplace(0, rows[i][0]), seen.emplace(1, rows[i][1]);
+  std::size_t expected = 0;
+  while (std::find(first.begin(), first.end(), expected) != first.end() ||
+         (seen.count({0, rows[expected][0]}) && seen.count({1, rows[expected][1]})))
+    ++expected;
+  EXPECT_EQ(second.front(), expected);
+  EXPECT_TRUE(std::any_of(second.begin(), second.end(), [](std::size_t i) { return i >= half; }) ||
+              std::any_of(first.begin(), first.end(), [](std::size_t i) { return i >= half; }));
+  EXPECT_NE(start.remarks().find("then the model"), std::string::npos) << start.remarks();
 }
 
 // The grids come from the space files' plan features: 4096^3 found from 1000^3 alone within a few
@@ -370,9 +417,11 @@ TEST(Transfer, PartialSweepsOfOtherSizesStandLevelInTheirConsensus) {
   EXPECT_LE(with.median, 30);
 }
 
-// 1000^3 splits K where 2048^3 and 4096^3 do not: their order misleads it, and the start drops them, so that
-// the transfer costs at most half again the measurements of a search without it (it cost twice as many).
-TEST(Transfer, SizesUnlikeTheNewOneCostLittle) {
+// 1000^3 splits K where 2048^3 and 4096^3 do not, and on its grids of 128 threads an SM holds 4 warps where
+// theirs held 16: their fastest (stream-K) take 1.7 to 1.9 times its best. Scaled to its grids and warps,
+// they misfit; the start turns to the model after the prior's fastest with each value its favourites lack,
+// and 1000^3 is within 1% in at most 30 measurements, median over 20 seeds, fewer than without transfer.
+TEST(Transfer, ASizeTheOthersOrderUnlikeIsFoundWithinThirtyMeasurements) {
   const ReplaySpace target = regtile("1000");
   ReplayOptions warm;
   warm.transfer = {prior_sweep_of(regtile("2048")), prior_sweep_of(regtile("4096"))};
@@ -380,7 +429,8 @@ TEST(Transfer, SizesUnlikeTheNewOneCostLittle) {
   const ReplayStat without = replay_stat(evaluations_to_1pct(target, ReplayOptions{}));
   std::cout << "1000^3, evaluations to 1%: " << with.median << " with transfer from 2048^3 and 4096^3, "
             << without.median << " without\n";
-  EXPECT_LE(with.median, 1.5 * without.median);
+  EXPECT_LE(with.median, 30);
+  EXPECT_LT(with.median, without.median);
 }
 
 TEST(Transfer, StartsFromTheStoredSweepsOfOtherSizesAndSaysSo) {

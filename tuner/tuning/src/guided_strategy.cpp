@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "gaussian_process.hpp"
 #include "rank_correlation.hpp"
@@ -91,6 +92,7 @@ class GuidedStrategy : public Strategy {
     // evaluations, each after a compile's wait). A start that follows an earlier sweep's order (transfer) is
     // a search of its own, so it may run longer.
     random_start_ = std::clamp<std::size_t>(space_size / 50, 4, 16);
+    for (const auto& p : options_.prior_log_times) offsets_.push_back(offsets_of(p));
     if (options_.initial == 0)
       options_.initial =
           options_.priors.empty() ? random_start_ : std::clamp<std::size_t>(space_size / 50, 4, 24);
@@ -166,9 +168,16 @@ class GuidedStrategy : public Strategy {
     std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
     if (done < options_.initial || !fit(times)) {
       const Agreement agreement = agreeing_prior(times);
-      if (!options_.priors.empty() && agreement.points >= options_.agreement_after &&
-          unlike(times, agreement))
-        drop_transfer(done, agreement);
+      if (!options_.priors.empty() && !misfit_ && agreement.points >= options_.agreement_after &&
+          unlike(times, agreement)) {
+        turn_to_the_model(done, agreement);
+        cover(times, open_now, count, agreement.prior);
+        if (!batch_.empty()) return;
+      }
+      if (done >= options_.initial && fit(times)) {
+        choose_by_model(open_now, count);
+        return;
+      }
       if (options_.priors.empty()) {
         const std::size_t n = std::min(count, open_now.size()), m = std::min(n + ahead_, open_now.size());
         batch_.assign(open_now.begin(), open_now.begin() + static_cast<std::ptrdiff_t>(n));
@@ -182,8 +191,68 @@ class GuidedStrategy : public Strategy {
       choose(open_now, score, count);
       return;
     }
+    choose_by_model(open_now, count);
+  }
+
+  // The model's picks (see choose): its predictions, and its resamples', are of log time less the prior's
+  // where one is followed (see offset).
+  void choose_by_model(const std::vector<std::size_t>& open_now, std::size_t count) {
     const std::vector<float> x = rows_of(open_now);
-    choose(open_now, model_.predict(x, width_), count, resampled_predictions(x), improvements(x));
+    std::vector<float> predicted = model_.predict(x, width_);
+    add_offsets(open_now, predicted);
+    std::vector<std::vector<float>> resampled = resampled_predictions(x);
+    for (auto& r : resampled) add_offsets(open_now, r);
+    choose(open_now, predicted, count, resampled, improvements(x));
+  }
+
+  // The prior's log time for candidate i (see GuidedOptions::prior_log_times), which the trees take for
+  // their mean and learn what this problem adds to: 0 without one, or where the prior times fewer than half
+  // of the candidates (a main job's partial sweep, which timed mostly where its own search went).
+  float offset(std::size_t i) const {
+    return prior_used_ < offsets_.size() ? offsets_[prior_used_][i] : 0.0f;
+  }
+
+  // A prior's offsets: its log times; where it failed, its slowest doubled; where it has none, its median.
+  static std::vector<float> offsets_of(const std::vector<float>& log_times) {
+    std::vector<float> known;
+    for (float v : log_times)
+      if (std::isfinite(v)) known.push_back(v);
+    if (2 * known.size() < log_times.size()) return std::vector<float>(log_times.size(), 0.0f);
+    std::sort(known.begin(), known.end());
+    std::vector<float> out;
+    for (float v : log_times)
+      out.push_back(std::isfinite(v) ? v
+                    : std::isnan(v)  ? known[known.size() / 2]
+                                     : known.back() + static_cast<float>(std::log(2.0)));
+    return out;
+  }
+  void add_offsets(const std::vector<std::size_t>& which, std::vector<float>& predicted) const {
+    for (std::size_t j = 0; j < which.size(); ++j) predicted[j] += offset(which[j]);
+  }
+
+  // The prior's most promising open candidates that each bring a value of a parameter that none of the
+  // measured ones has (nor an earlier pick), in the prior's order: where the prior's favourites all share
+  // what makes them slow here, each of its other choices is measured once, so that the model sees them.
+  void cover(const Times& times, const std::vector<std::size_t>& open_now, std::size_t count, std::size_t p) {
+    if (open_now.empty()) return;
+    const std::size_t columns = options_.plan_count > 0
+                                    ? options_.plan_begin
+                                    : features(open_now.front()).size() - options_.prior_columns;
+    std::set<std::pair<std::size_t, float>> seen;
+    for (std::size_t i = 0; i < times.size(); ++i)
+      if (measured(times, i))
+        for (std::size_t c = 0; c < columns; ++c) seen.emplace(c, features(i)[c]);
+    const std::vector<float>& prior = options_.priors[p];
+    const auto score = [&](std::size_t i) { return std::isnan(prior[i]) ? 2.0f : prior[i]; };
+    std::vector<std::size_t> order(open_now);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return score(a) < score(b); });
+    for (std::size_t i : order) {
+      if (batch_.size() >= count) break;
+      bool brings = false;
+      for (std::size_t c = 0; c < columns; ++c) brings = seen.emplace(c, features(i)[c]).second || brings;
+      if (brings) batch_.push_back(i);
+    }
   }
 
   struct Agreement {
@@ -242,18 +311,17 @@ class GuidedStrategy : public Strategy {
     return hi > lo ? hi / lo : 1.0;
   }
 
-  // No earlier sweep orders what was measured as this space does: a random start from here, as long as one
-  // without transfer, and a model without the priors' columns.
-  void drop_transfer(std::size_t done, const Agreement& agreement) {
+  // No earlier sweep orders what was measured as this space does: the start ends here, and the model, which
+  // learns what this problem adds to the prior's times, picks from now on (after one batch by cover).
+  void turn_to_the_model(std::size_t done, const Agreement& agreement) {
     char rho[16];
     std::snprintf(rho, sizeof rho, "%.2f", agreement.rho);
     remark_ = "guided: the earlier sweeps order the " + std::to_string(agreement.points) +
-              " measured configurations unlike this problem (rank correlation " + rho +
-              " at best): transfer dropped after " + std::to_string(done) + " measurements";
-    dropped_columns_ = options_.prior_columns;
-    options_.priors.clear();
-    options_.prior_log_times.clear();
-    options_.initial = done + random_start_;
+              " measured configurations unlike this problem (rank correlation " + rho + " at best): after " +
+              std::to_string(done) +
+              " measurements, their fastest with each parameter value not yet measured, then the model";
+    misfit_ = true;
+    options_.initial = done;
   }
 
   // What each model fit on a bootstrap resample of the last fit's rows predicts for rows x.
@@ -359,8 +427,9 @@ class GuidedStrategy : public Strategy {
       y.push_back(static_cast<float>(std::isfinite(*times[i]) ? std::log(*times[i]) : worst + std::log(2.0)));
     fit_rows_ = std::move(rows);
     fit_y_ = std::move(y);
-    width_ =
-        features(fit_rows_.front()).size() - (plan_hidden() ? options_.plan_count : 0) - dropped_columns_;
+    if (!options_.priors.empty()) prior_used_ = agreeing_prior(times).prior;
+    for (std::size_t j = 0; j < fit_rows_.size(); ++j) fit_y_[j] -= offset(fit_rows_[j]);
+    width_ = features(fit_rows_.front()).size() - (plan_hidden() ? options_.plan_count : 0);
     model_.fit(rows_of(fit_rows_), width_, fit_y_);
     return true;
   }
@@ -370,13 +439,13 @@ class GuidedStrategy : public Strategy {
   bool plan_hidden() const { return options_.plan_count > 0 && fit_rows_.size() < options_.plan_after; }
 
   // The rows the model sees, one after the other: each candidate's features, less the plan features while
-  // they are hidden and the priors' columns once the transfer was dropped.
+  // they are hidden.
   std::vector<float> rows_of(const std::vector<std::size_t>& which) const {
     std::vector<float> x;
     x.reserve(which.size() * width_);
     for (std::size_t i : which) {
       const std::vector<float>& f = features(i);
-      const auto end = f.end() - static_cast<std::ptrdiff_t>(dropped_columns_);  // less dropped priors
+      const auto end = f.end();
       if (!plan_hidden()) {
         x.insert(x.end(), f.begin(), end);
         continue;
@@ -404,10 +473,12 @@ class GuidedStrategy : public Strategy {
   std::size_t first_pos_ = 0;          // how far options_.first was dealt
   std::vector<std::size_t> fit_rows_;  // what the last fit learnt from, for its resamples and plan_hidden()
   std::vector<float> fit_y_;
-  std::size_t random_start_ = 4;     // a start's length without transfer
-  std::size_t dropped_columns_ = 0;  // the priors' columns, once the transfer was dropped
-  std::string remark_;               // why the transfer was dropped, once it was
-  std::size_t full_picks_ = 1;       // a batch's picks by the full model before the resamples take turns
+  std::size_t random_start_ = 4;             // a start's length without transfer
+  bool misfit_ = false;                      // the earlier sweeps were found unlike this problem
+  std::string remark_;                       // saying so, once they were
+  std::size_t prior_used_ = 0;               // the prior whose times the last fit's offsets are (see offset)
+  std::vector<std::vector<float>> offsets_;  // per prior, per candidate (see offset)
+  std::size_t full_picks_ = 1;  // a batch's picks by the full model before the resamples take turns
   std::function<bool(std::size_t)> compiled_;  // the sweep's probe: candidate i's CUBIN is ready
   std::size_t proposed_at_ = 0;                // measurements done when the batch was last proposed
 };

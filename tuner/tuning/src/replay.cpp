@@ -37,7 +37,8 @@ GridWaves grid_waves_of(const ReplaySpace& space) {
     const auto it = std::find(space.plan_names.begin(), space.plan_names.end(), name);
     return static_cast<std::size_t>(it - space.plan_names.begin());
   };
-  const std::size_t blocks = column("log2_blocks"), waves = column("waves"), per_sm = column("blocks_per_sm");
+  const std::size_t blocks = column("log2_blocks"), waves = column("waves"), per_sm = column("blocks_per_sm"),
+                    threads = column("threads");
   if (std::max({blocks, waves, per_sm}) >= space.plan_names.size()) return {};
   GridWaves out;
   std::vector<double> sms;
@@ -49,6 +50,10 @@ GridWaves grid_waves_of(const ReplaySpace& space) {
   if (sms.empty()) return {};
   std::nth_element(sms.begin(), sms.begin() + static_cast<std::ptrdiff_t>(sms.size() / 2), sms.end());
   out.sms = static_cast<int>(std::lround(sms[sms.size() / 2]));
+  if (threads < space.plan_names.size())
+    for (std::size_t i = 0; i < space.points.size(); ++i)
+      out.warps.push_back(resident_warps(out.blocks[i], out.sms, space.points[i].plan[threads],
+                                         space.points[i].plan[per_sm]));
   return out;
 }
 
@@ -58,6 +63,7 @@ PriorSweep prior_sweep_of(const ReplaySpace& space) {
   for (const auto& point : space.points) p.results.emplace_back(point.params, point.median_ms);
   GridWaves grids = grid_waves_of(space);
   p.blocks = std::move(grids.blocks);
+  p.warps = std::move(grids.warps);
   p.sms = grids.sms;
   return p;
 }

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "tiletune/occupancy.hpp"
 #include "tiletune/store.hpp"
 
 namespace tiletune {
@@ -79,22 +80,26 @@ std::vector<PriorSweep> conform(std::vector<PriorSweep> prior, const KernelFamil
   for (auto& sweep : prior) {
     std::map<std::string, std::size_t> at;
     std::vector<std::pair<Params, std::optional<double>>> results;
-    std::vector<double> blocks;
+    std::vector<double> blocks, warps;
     for (std::size_t r = 0; r < sweep.results.size(); ++r) {
       auto& [params, median] = sweep.results[r];
       Params p = conformed(params, family);
       const auto [it, fresh] = at.emplace(params_to_text(p), results.size());
       const double grid = r < sweep.blocks.size() ? sweep.blocks[r] : 0;
+      const double resident = r < sweep.warps.size() ? sweep.warps[r] : 0;
       if (fresh) {
         results.emplace_back(std::move(p), median);
         blocks.push_back(grid);
+        warps.push_back(resident);
       } else if (better(median, results[it->second].second)) {
         results[it->second].second = median;
         blocks[it->second] = grid;
+        warps[it->second] = resident;
       }
     }
     sweep.results = std::move(results);
     if (!sweep.blocks.empty()) sweep.blocks = std::move(blocks);
+    if (!sweep.warps.empty()) sweep.warps = std::move(warps);
   }
   return prior;
 }
@@ -105,16 +110,36 @@ void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const
     DeviceLimits there = device;
     there.sm_count = sweep.sms;
     sweep.blocks.clear();
+    sweep.warps.clear();
     for (const auto& [params, median] : sweep.results) {
-      double blocks = 0;  // unknown: that result's time is not scaled
+      double blocks = 0, warps = 0;  // unknown: that result's time is not scaled
       try {
         const PlannedConfig c = prune_before_compile(family, there, *sweep.problem, params);
-        if (c.outcome == Outcome::ok) blocks = static_cast<double>(c.launch.blocks());
+        if (c.outcome == Outcome::ok) blocks = c.launch.blocks(), warps = planned_warps(c, there);
       } catch (const std::exception&) {  // a problem the family no longer plans (its dims changed)
       }
       sweep.blocks.push_back(blocks);
+      sweep.warps.push_back(warps);
     }
   }
+}
+
+double planned_warps(const PlannedConfig& c, const DeviceLimits& device) {
+  const LaunchGeometry& l = c.launch;
+  const Occupancy occ =
+      compute_occupancy(device, static_cast<int>(l.threads()), 0, l.static_smem_estimate, l.dynamic_smem);
+  return resident_warps(static_cast<double>(l.blocks()), device.sm_count, static_cast<double>(l.threads()),
+                        occ.active_blocks);
+}
+
+double resident_warps(double blocks, int sms, double threads, double per_sm) {
+  if (blocks <= 0 || sms <= 0 || threads <= 0 || per_sm <= 0) return 0;
+  return std::min(per_sm, std::ceil(blocks / sms - 1e-9)) * std::ceil(threads / 32);
+}
+
+double latency_scale(double from_warps, double to_warps) {
+  if (from_warps <= 0 || to_warps <= 0) return 1.0;
+  return std::max(1.0, std::max(1.0, kLatencyWarps / to_warps) / std::max(1.0, kLatencyWarps / from_warps));
 }
 
 double wave_scale(double from_blocks, int from_sms, double to_blocks, int to_sms) {
@@ -146,7 +171,9 @@ TimesHere times_here(const PriorSweep& sweep, const std::map<std::string, std::s
     }
     const double from = r < sweep.blocks.size() ? sweep.blocks[r] : 0;
     const double to = i < waves.blocks.size() ? waves.blocks[i] : 0;
-    const double scale = wave_scale(from, sweep.sms, to, waves.sms);
+    const double from_warps = r < sweep.warps.size() ? sweep.warps[r] : 0;
+    const double to_warps = i < waves.warps.size() ? waves.warps[i] : 0;
+    const double scale = wave_scale(from, sweep.sms, to, waves.sms) * latency_scale(from_warps, to_warps);
     out.scaled = out.scaled || scale != 1.0;
     out.times[i] = *median * scale;
   }

@@ -28,6 +28,9 @@ struct PriorSweep {
   // the SMs of the GPU it ran on. With the new problem's grids (GridWaves) they scale its times to the new
   // problem (see wave_scale).
   std::vector<double> blocks;
+  // Where known, in the same order: the warps each SM holds when the grid is launched (see resident_warps;
+  // 0 where unknown).
+  std::vector<double> warps;
   int sms = 0;
   std::optional<ProblemKey> problem;  // what it measured, where known (a sweep in the store)
 };
@@ -39,8 +42,27 @@ void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const
 // The new problem's side of that scaling: each candidate's grid (blocks; 0 where unknown) and the GPU's SMs.
 struct GridWaves {
   std::vector<double> blocks;
+  std::vector<double> warps;  // each candidate's resident warps per SM (see resident_warps; 0 where unknown)
   int sms = 0;
 };
+
+// The warps an SM holds while a grid of `blocks` blocks of `threads` threads runs on `sms` SMs, of which
+// each holds at most `per_sm` blocks (the plan's occupancy): a grid smaller than the GPU's room leaves each
+// SM fewer blocks than it could hold. 0 where any of them is unknown (0).
+double resident_warps(double blocks, int sms, double threads, double per_sm);
+// resident_warps of a planned configuration, with the occupancy its plan gives (registers not yet known).
+double planned_warps(const PlannedConfig& config, const DeviceLimits& device);
+
+// What a time measured with `from_warps` warps resident per SM is multiplied by to estimate it with
+// `to_warps`: below kLatencyWarps (two per scheduler of the SM's four) an SM hides its latencies less, so a
+// time measured with enough warps grows as kLatencyWarps over the warps where this problem leaves fewer (a
+// GEMM of 1000^3 on 128 blocks of 128 threads holds 4 warps per SM, one of 2048^3 on 512 such blocks 16: by
+// replay, those tiles take 1.7 to 1.9 times the best at 1000^3 and are among the best at 2048^3). A time
+// measured with too few is not lowered where the warps grow: what held it back may be more than latency
+// (lowered, 1000^3's 4-warp tiles came first at 4096^3, which then took 117 evaluations to within 1%
+// against 1). 1 where either is unknown (0).
+constexpr double kLatencyWarps = 8;
+double latency_scale(double from_warps, double to_warps);
 
 // What a time measured with `from_blocks` blocks on `from_sms` SMs is multiplied by to estimate it with
 // `to_blocks` blocks on `to_sms` SMs: the blocks run in whole waves of one per SM, each block's share of
