@@ -303,9 +303,11 @@ TEST(Transfer, AfterAMisfitMeasuresThePriorsFastestWithEachValueItsFavouritesLac
   std::set<std::pair<std::size_t, float>> seen;
   for (std::size_t i : first) seen.emplace(0, rows[i][0]), seen.emplace(1, rows[i][1]);
   std::size_t expected = 0;
-  while (std::find(first.begin(), first.end(), expected) != first.end() ||
-         (seen.count({0, rows[expected][0]}) && seen.count({1, rows[expected][1]})))
+  while (expected < kCandidates &&
+         (std::find(first.begin(), first.end(), expected) != first.end() ||
+          (seen.count({0, rows[expected][0]}) && seen.count({1, rows[expected][1]}))))
     ++expected;
+  ASSERT_LT(expected, kCandidates) << "the first batch saw every value";
   EXPECT_EQ(second.front(), expected);
   EXPECT_TRUE(std::any_of(second.begin(), second.end(), [](std::size_t i) { return i >= half; }) ||
               std::any_of(first.begin(), first.end(), [](std::size_t i) { return i >= half; }));

@@ -209,7 +209,8 @@ class GuidedStrategy : public Strategy {
   // their mean and learn what this problem adds to: 0 without one, or where the prior times fewer than half
   // of the candidates (a main job's partial sweep, which timed mostly where its own search went).
   float offset(std::size_t i) const {
-    return prior_used_ < offsets_.size() ? offsets_[prior_used_][i] : 0.0f;
+    return prior_used_ < offsets_.size() && i < offsets_[prior_used_].size() ? offsets_[prior_used_][i]
+                                                                             : 0.0f;
   }
 
   // A prior's offsets: its log times; where it failed, its slowest doubled; where it has none, its median.
@@ -241,7 +242,8 @@ class GuidedStrategy : public Strategy {
     std::set<std::pair<std::size_t, float>> seen;
     for (std::size_t i = 0; i < times.size(); ++i)
       if (measured(times, i))
-        for (std::size_t c = 0; c < columns; ++c) seen.emplace(c, features(i)[c]);
+        for (std::size_t c = 0; c < columns; ++c)
+          if (!std::isnan(features(i)[c])) seen.emplace(c, features(i)[c]);
     const std::vector<float>& prior = options_.priors[p];
     const auto score = [&](std::size_t i) { return std::isnan(prior[i]) ? 2.0f : prior[i]; };
     std::vector<std::size_t> order(open_now);
@@ -250,7 +252,8 @@ class GuidedStrategy : public Strategy {
     for (std::size_t i : order) {
       if (batch_.size() >= count) break;
       bool brings = false;
-      for (std::size_t c = 0; c < columns; ++c) brings = seen.emplace(c, features(i)[c]).second || brings;
+      for (std::size_t c = 0; c < columns; ++c)  // a value it lacks (NaN) brings nothing
+        brings = (!std::isnan(features(i)[c]) && seen.emplace(c, features(i)[c]).second) || brings;
       if (brings) batch_.push_back(i);
     }
   }
@@ -347,14 +350,16 @@ class GuidedStrategy : public Strategy {
   // fastest of the last fit's rows with every column scaled to [0, 1] over those rows and x's.
   std::vector<double> improvements(const std::vector<float>& x) {
     if (options_.improvement_picks == 0) return {};
+    std::vector<float> target(fit_y_);  // log times: the offsets the trees' targets leave out put back
+    for (std::size_t j = 0; j < target.size(); ++j) target[j] += offset(fit_rows_[j]);
     std::vector<std::size_t> which(fit_rows_.size());
     std::iota(which.begin(), which.end(), 0);
     std::stable_sort(which.begin(), which.end(),
-                     [&](std::size_t a, std::size_t b) { return fit_y_[a] < fit_y_[b]; });
+                     [&](std::size_t a, std::size_t b) { return target[a] < target[b]; });
     which.resize(std::min(which.size(), kProcessRows));
     std::vector<std::size_t> rows;
     std::vector<float> y;
-    for (std::size_t j : which) rows.push_back(fit_rows_[j]), y.push_back(fit_y_[j]);
+    for (std::size_t j : which) rows.push_back(fit_rows_[j]), y.push_back(target[j]);
     std::vector<float> fitted = rows_of(rows), open_x = x;
     scale_columns({&fitted, &open_x}, width_);
     gp_.fit(fitted, width_, y);

@@ -171,8 +171,9 @@ TimesHere times_here(const PriorSweep& sweep, const std::map<std::string, std::s
     }
     const double from = r < sweep.blocks.size() ? sweep.blocks[r] : 0;
     const double to = i < waves.blocks.size() ? waves.blocks[i] : 0;
-    const double from_warps = r < sweep.warps.size() ? sweep.warps[r] : 0;
-    const double to_warps = i < waves.warps.size() ? waves.warps[i] : 0;
+    // Warps only where the grids are known: a sweep without them is not scaled at all.
+    const double from_warps = from > 0 && r < sweep.warps.size() ? sweep.warps[r] : 0;
+    const double to_warps = to > 0 && i < waves.warps.size() ? waves.warps[i] : 0;
     const double scale = wave_scale(from, sweep.sms, to, waves.sms) * latency_scale(from_warps, to_warps);
     out.scaled = out.scaled || scale != 1.0;
     out.times[i] = *median * scale;

@@ -94,8 +94,8 @@ struct GuidedOptions {
   // candidates, the model's trees fit the measured log times less the prior's (its failures count as its
   // slowest doubled, what it lacks as its median) and its predictions add them back: the trees learn what
   // this problem changes of the prior rather than the whole. By replay of 20 seeds, `gemm_regtile`
-  // 3000x2000x1000 from 4096^3 alone took 66 evaluations to within 1% against 89 with the trees on the
-  // times themselves.
+  // 3000x2000x1000 from 4096^3 alone took 62 evaluations to within 1% against 89 with the trees on the
+  // times themselves. The Gaussian process's picks fit the log times themselves.
   std::vector<std::vector<float>> prior_log_times;
   double most_misfit = 0.1;
 };
