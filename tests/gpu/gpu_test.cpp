@@ -287,51 +287,57 @@ TEST(Gpu, Tf32FamilyIsCorrectAndBenchesAgainstCublasTf32) {
 // The Hopper tensor-core families (wgmma, TMA, clusters): sampled configurations at sizes that are not tile
 // multiples, smaller than a tile, and with K not a multiple of BK, every element checked against float64; an
 // unaligned N leaves the TMA-store epilogue pruned and the register epilogue running. Then bench against
-// cuBLAS (C = A B^T, or C = A B for the _ab families) and gemm_tf32 in one worker.
-TEST(Gpu, WgmmaFamiliesAreCorrectOnAwkwardSizesAndBenchAgainstCublas) {
+// cuBLAS (C = A B^T, or C = A B for the _ab families) and gemm_tf32 in one worker. One test per family:
+// each takes one to two minutes on an H200, the five together longer than one run should.
+class WgmmaFamily : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(WgmmaFamily, IsCorrectOnAwkwardSizesAndBenchesAgainstCublas) {
   REQUIRE_GPU();
   TempDir dir;
   const auto fams = all_families();
-  for (const char* name :
-       {"gemm_bf16_wgmma", "gemm_f16_wgmma", "gemm_tf32_wgmma", "gemm_bf16_wgmma_ab", "gemm_f16_wgmma_ab"}) {
-    const KernelFamily& f = find_family(fams, name);
-    const ElementType out = find_argument(f, "C")->type;
-    // B as K x N (the _ab families) needs N a multiple of 8 for TMA; the others take any N.
-    const bool b_kn = std::string(name).ends_with("_ab");
-    const std::int64_t n1 = b_kn ? 56 : 53, n2 = b_kn ? 72 : 67;
-    const std::vector<std::vector<std::int64_t>> sizes = {
-        {8, 8, 8}, {37, n1, 24}, {129, n2, 1032}, {300, 1000, 2000}, {640, 384, 256}, {1000, 1000, 776}};
-    std::set<std::string> features;
-    for (const auto& size : sizes) {
-      SweepOptions o = quick();
-      o.strategy = "random";
-      o.budget = 40;
-      const ProblemKey p = f.make_problem(size, {});
-      const SweepRun r = sweep(f, p, dir.path / (std::string(name) + ".db"), o);
-      EXPECT_GE(expect_every_run_ok(r, name, p), 20) << name << " " << p.size_text();
-      for (const auto& x : r.results) {
-        if (x.record.outcome != Outcome::ok) continue;
-        EXPECT_LE(*x.record.error, f.reference.tolerance_for(out).rtol)
-            << name << " " << p.size_text() << " " << params_to_text(x.record.params);
-        note_wgmma_features(x.record.params, out, features);
-      }
-    }
-    // stmatrix (EPILOGUE 3) stores 16-bit outputs only; the _ab families' tiles are whole columns.
-    EXPECT_EQ(features.size(), (out == ElementType::f32 ? 6u : 7u) + (b_kn ? 0u : 1u))
-        << name << ": not every feature was sampled";
-    const ProblemKey p = f.make_problem({640, 384, 256}, {});
-    const auto [rows, log] = bench(fams, f, p, dir.path / (std::string(name) + ".db"));
-    ASSERT_EQ(rows.size(), 2u) << log;
-    EXPECT_EQ(rows[0].baseline, b_kn                      ? "cublas_gemm"
-                                : out == ElementType::f32 ? "cublas_gemm_abt_tf32"
-                                                          : "cublas_gemm_abt");
-    EXPECT_EQ(rows[1].baseline, "gemm_tf32");
-    for (const auto& r : rows) {
-      EXPECT_EQ(r.config_source, "tuned");
-      EXPECT_GT(r.ratio, 0);
+  const std::string name = GetParam();
+  const KernelFamily& f = find_family(fams, name);
+  const ElementType out = find_argument(f, "C")->type;
+  // B as K x N (the _ab families) needs N a multiple of 8 for TMA; the others take any N.
+  const bool b_kn = name.ends_with("_ab");
+  const std::int64_t n1 = b_kn ? 56 : 53, n2 = b_kn ? 72 : 67;
+  const std::vector<std::vector<std::int64_t>> sizes = {
+      {8, 8, 8}, {37, n1, 24}, {129, n2, 1032}, {300, 1000, 2000}, {640, 384, 256}, {1000, 1000, 776}};
+  std::set<std::string> features;
+  for (const auto& size : sizes) {
+    SweepOptions o = quick();
+    o.strategy = "random";
+    o.budget = 40;
+    const ProblemKey p = f.make_problem(size, {});
+    const SweepRun r = sweep(f, p, dir.path / (name + ".db"), o);
+    EXPECT_GE(expect_every_run_ok(r, name, p), 20) << name << " " << p.size_text();
+    for (const auto& x : r.results) {
+      if (x.record.outcome != Outcome::ok) continue;
+      EXPECT_LE(*x.record.error, f.reference.tolerance_for(out).rtol)
+          << name << " " << p.size_text() << " " << params_to_text(x.record.params);
+      note_wgmma_features(x.record.params, out, features);
     }
   }
+  // stmatrix (EPILOGUE 3) stores 16-bit outputs only; the _ab families' tiles are whole columns.
+  EXPECT_EQ(features.size(), (out == ElementType::f32 ? 6u : 7u) + (b_kn ? 0u : 1u))
+      << name << ": not every feature was sampled";
+  const ProblemKey p = f.make_problem({640, 384, 256}, {});
+  const auto [rows, log] = bench(fams, f, p, dir.path / (name + ".db"));
+  ASSERT_EQ(rows.size(), 2u) << log;
+  EXPECT_EQ(rows[0].baseline, b_kn                      ? "cublas_gemm"
+                              : out == ElementType::f32 ? "cublas_gemm_abt_tf32"
+                                                        : "cublas_gemm_abt");
+  EXPECT_EQ(rows[1].baseline, "gemm_tf32");
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.config_source, "tuned");
+    EXPECT_GT(r.ratio, 0);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Gpu, WgmmaFamily,
+                         ::testing::Values("gemm_bf16_wgmma", "gemm_f16_wgmma", "gemm_tf32_wgmma",
+                                           "gemm_bf16_wgmma_ab", "gemm_f16_wgmma_ab"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // The TMA-store epilogues (EPILOGUE 2 and 3) cycle two staging buffers, one 128-byte column block of C at a
 // time. Where a tile has an odd count of column blocks, the consumer's next tile starts on the other buffer:
