@@ -360,6 +360,11 @@ LazyCandidates::Visit LazyCandidates::visit(std::uint64_t index, bool remember) 
   return v;
 }
 
+Occupancy occupancy_before_compile(const LaunchGeometry& launch, const DeviceLimits& device) {
+  return compute_occupancy(device, static_cast<int>(launch.threads()), 0, launch.static_smem_estimate,
+                           launch.dynamic_smem);
+}
+
 PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,
                                    const ProblemKey& problem, const Params& params) {
   PlannedConfig c;

@@ -44,8 +44,7 @@ std::vector<std::string> plan_feature_names() {
 std::vector<float> plan_features(const PlannedConfig& config, const DeviceLimits& device) {
   const LaunchGeometry& l = config.launch;
   const auto blocks = static_cast<double>(l.blocks());
-  const Occupancy occ =
-      compute_occupancy(device, static_cast<int>(l.threads()), 0, l.static_smem_estimate, l.dynamic_smem);
+  const Occupancy occ = occupancy_before_compile(l, device);
   const double per_wave = static_cast<double>(std::max(device.sm_count, 1)) * std::max(occ.active_blocks, 1);
   const double waves = blocks / per_wave;
   return {static_cast<float>(l.threads()),
@@ -450,14 +449,13 @@ class GuidedStrategy : public Strategy {
     x.reserve(which.size() * width_);
     for (std::size_t i : which) {
       const std::vector<float>& f = features(i);
-      const auto end = f.end();
       if (!plan_hidden()) {
-        x.insert(x.end(), f.begin(), end);
+        x.insert(x.end(), f.begin(), f.end());
         continue;
       }
       const auto plan = f.begin() + static_cast<std::ptrdiff_t>(options_.plan_begin);
       x.insert(x.end(), f.begin(), plan);
-      x.insert(x.end(), plan + static_cast<std::ptrdiff_t>(options_.plan_count), end);
+      x.insert(x.end(), plan + static_cast<std::ptrdiff_t>(options_.plan_count), f.end());
     }
     return x;
   }

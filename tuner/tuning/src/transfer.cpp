@@ -7,7 +7,6 @@
 #include <set>
 #include <utility>
 
-#include "tiletune/occupancy.hpp"
 #include "tiletune/store.hpp"
 
 namespace tiletune {
@@ -126,10 +125,8 @@ void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const
 
 double planned_warps(const PlannedConfig& c, const DeviceLimits& device) {
   const LaunchGeometry& l = c.launch;
-  const Occupancy occ =
-      compute_occupancy(device, static_cast<int>(l.threads()), 0, l.static_smem_estimate, l.dynamic_smem);
   return resident_warps(static_cast<double>(l.blocks()), device.sm_count, static_cast<double>(l.threads()),
-                        occ.active_blocks);
+                        occupancy_before_compile(l, device).active_blocks);
 }
 
 double resident_warps(double blocks, int sms, double threads, double per_sm) {

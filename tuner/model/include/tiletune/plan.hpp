@@ -121,6 +121,9 @@ inline constexpr long long kMaxPortableClusterSize = 8;
 // buffer.
 PlannedConfig prune_before_compile(const KernelFamily& family, const DeviceLimits& device,
                                    const ProblemKey& problem, const Params& params);
+// The occupancy a launch gives before its kernel is compiled: the registers not yet known, the static shared
+// memory as the family estimates it.
+Occupancy occupancy_before_compile(const LaunchGeometry& launch, const DeviceLimits& device);
 
 // prune_before_compile of configuration_at(i) for every i in `indices`, a block at a time on every core;
 // `each` gets them in the order of `indices`. Each configuration is made by the thread that prunes it, so a
