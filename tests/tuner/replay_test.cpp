@@ -295,7 +295,7 @@ TEST(Replay, AChainTransfersFromWhatItsEarlierProblemsMeasured) {
 
   const PriorSweep earlier = prior_sweep_of(first, runs[0]);
   ASSERT_EQ(earlier.results.size(), 20u);
-  ASSERT_EQ(earlier.blocks.size(), 0u);  // the grid has no plan features, so no grids
+  ASSERT_EQ(earlier.grids.size(), 0u);  // the grid has no plan features, so no grids
   for (std::size_t i = 0; i < 20; ++i)
     EXPECT_EQ(earlier.results[i].first, first.points[runs[0].curve[i].point].params);
   ASSERT_FALSE(runs[1].curve.empty());

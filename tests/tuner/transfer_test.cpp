@@ -321,12 +321,12 @@ TEST(Transfer, TimesScaledToTheNewGridFindAGemmSizeWithinAFewMeasurements) {
   const ReplaySpace small = regtile("1000"), mid = regtile("2048"), large = regtile("4096");
   const GridWaves waves = grid_waves_of(large);
   EXPECT_EQ(waves.sms, 132);
-  ASSERT_EQ(waves.blocks.size(), large.points.size());
+  ASSERT_EQ(waves.grids.size(), large.points.size());
   ReplayOptions scaled, unscaled;
   scaled.transfer = {prior_sweep_of(small)};
   EXPECT_EQ(scaled.transfer[0].sms, 132);
   unscaled.transfer = scaled.transfer;
-  unscaled.transfer[0].blocks.clear();
+  unscaled.transfer[0].grids.clear();
   const ReplayStat with = replay_stat(evaluations_to_1pct(large, scaled));
   const ReplayStat without = replay_stat(evaluations_to_1pct(large, unscaled));
   std::cout << "4096^3 from 1000^3, evaluations to 1%: " << with.median << " scaled, " << without.median
@@ -347,7 +347,7 @@ TEST(Transfer, ScaledSweepsSpeakAsOneBesideThoseWithoutGrids) {
   std::vector<Params> params;
   for (const auto& p : mid.points) params.push_back(p.params);
   PriorSweep bare = prior_sweep_of(small);
-  bare.blocks.clear();
+  bare.grids.clear();
   const Transfer t =
       transfer_from({prior_sweep_of(small), prior_sweep_of(large), bare}, params, 3, grid_waves_of(mid));
   ASSERT_EQ(t.ranks.size(), 2u);
@@ -369,9 +369,11 @@ TEST(Transfer, ScaledSweepsSpeakAsOneBesideThoseWithoutGrids) {
     ASSERT_EQ(a.params, params[i]);
     ASSERT_EQ(b.params, params[i]);
     if (a.median_ms)
-      log_a[i] = std::log(*a.median_ms * wave_scale(at_small.blocks[i], 132, here.blocks[i], 132));
+      log_a[i] =
+          std::log(*a.median_ms * wave_scale(at_small.grids[i].blocks, 132, here.grids[i].blocks, 132));
     if (b.median_ms)
-      log_b[i] = std::log(*b.median_ms * wave_scale(at_large.blocks[i], 132, here.blocks[i], 132));
+      log_b[i] =
+          std::log(*b.median_ms * wave_scale(at_large.grids[i].blocks, 132, here.grids[i].blocks, 132));
   }
   const double fastest_a = *std::min_element(log_a.begin(), log_a.end()),
                fastest_b = *std::min_element(log_b.begin(), log_b.end());
@@ -709,7 +711,7 @@ TEST(Transfer, OnePartialSweepOfAnotherSizeGivesOnlyItsFastest) {
   EXPECT_EQ(whole.ranks.size(), 1u) << "a whole sweep still gives its order";
   // Beside a sweep without grids, whose order is followed, the line claims no scaled order.
   PriorSweep bare = prior_sweep_of(large);
-  bare.blocks.clear();
+  bare.grids.clear();
   const Transfer beside = transfer_from({bare, partial(small, 100, 30, 1)}, params, 3, grid_waves_of(mid));
   EXPECT_EQ(beside.ranks.size(), 1u);
   EXPECT_EQ(beside.line.find("scaled"), std::string::npos) << beside.line;

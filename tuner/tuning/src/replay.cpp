@@ -44,7 +44,7 @@ GridWaves grid_waves_of(const ReplaySpace& space) {
   std::vector<double> sms;
   for (const auto& p : space.points) {
     const double g = std::exp2(p.plan[blocks]);
-    out.blocks.push_back(g);
+    out.grids.push_back({g, 0});
     if (p.plan[waves] > 0) sms.push_back(g / (p.plan[waves] * std::max(1.0f, p.plan[per_sm])));
   }
   if (sms.empty()) return {};
@@ -52,8 +52,8 @@ GridWaves grid_waves_of(const ReplaySpace& space) {
   out.sms = static_cast<int>(std::lround(sms[sms.size() / 2]));
   if (threads < space.plan_names.size())
     for (std::size_t i = 0; i < space.points.size(); ++i)
-      out.warps.push_back(resident_warps(out.blocks[i], out.sms, space.points[i].plan[threads],
-                                         space.points[i].plan[per_sm]));
+      out.grids[i].warps = resident_warps(out.grids[i].blocks, out.sms, space.points[i].plan[threads],
+                                          space.points[i].plan[per_sm]);
   return out;
 }
 
@@ -62,8 +62,7 @@ PriorSweep prior_sweep_of(const ReplaySpace& space) {
   p.label = space.name;
   for (const auto& point : space.points) p.results.emplace_back(point.params, point.median_ms);
   GridWaves grids = grid_waves_of(space);
-  p.blocks = std::move(grids.blocks);
-  p.warps = std::move(grids.warps);
+  p.grids = std::move(grids.grids);
   p.sms = grids.sms;
   return p;
 }

@@ -18,12 +18,10 @@ PriorSweep prior_sweep_of(const ReplaySpace& space, const std::vector<std::size_
   const PriorSweep whole = prior_sweep_of(space);
   PriorSweep out = whole;
   out.results.clear();
-  out.blocks.clear();
-  out.warps.clear();
+  out.grids.clear();
   for (std::size_t i : points) {
     out.results.push_back(whole.results.at(i));
-    if (!whole.blocks.empty()) out.blocks.push_back(whole.blocks[i]);  // grids known for all or none
-    if (!whole.warps.empty()) out.warps.push_back(whole.warps[i]);
+    if (!whole.grids.empty()) out.grids.push_back(whole.grids[i]);  // grids known for all or none
   }
   return out;
 }

@@ -79,26 +79,22 @@ std::vector<PriorSweep> conform(std::vector<PriorSweep> prior, const KernelFamil
   for (auto& sweep : prior) {
     std::map<std::string, std::size_t> at;
     std::vector<std::pair<Params, std::optional<double>>> results;
-    std::vector<double> blocks, warps;
+    std::vector<GridOf> grids;
     for (std::size_t r = 0; r < sweep.results.size(); ++r) {
       auto& [params, median] = sweep.results[r];
       Params p = conformed(params, family);
       const auto [it, fresh] = at.emplace(params_to_text(p), results.size());
-      const double grid = r < sweep.blocks.size() ? sweep.blocks[r] : 0;
-      const double resident = r < sweep.warps.size() ? sweep.warps[r] : 0;
+      const GridOf grid = r < sweep.grids.size() ? sweep.grids[r] : GridOf{};
       if (fresh) {
         results.emplace_back(std::move(p), median);
-        blocks.push_back(grid);
-        warps.push_back(resident);
+        grids.push_back(grid);
       } else if (better(median, results[it->second].second)) {
         results[it->second].second = median;
-        blocks[it->second] = grid;
-        warps[it->second] = resident;
+        grids[it->second] = grid;
       }
     }
     sweep.results = std::move(results);
-    if (!sweep.blocks.empty()) sweep.blocks = std::move(blocks);
-    if (!sweep.warps.empty()) sweep.warps = std::move(warps);
+    if (!sweep.grids.empty()) sweep.grids = std::move(grids);
   }
   return prior;
 }
@@ -108,17 +104,16 @@ void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const
     if (!sweep.problem || sweep.sms <= 0) continue;
     DeviceLimits there = device;
     there.sm_count = sweep.sms;
-    sweep.blocks.clear();
-    sweep.warps.clear();
+    sweep.grids.clear();
     for (const auto& [params, median] : sweep.results) {
-      double blocks = 0, warps = 0;  // unknown: that result's time is not scaled
+      GridOf grid;  // unknown: that result's time is not scaled
       try {
         const PlannedConfig c = prune_before_compile(family, there, *sweep.problem, params);
-        if (c.outcome == Outcome::ok) blocks = c.launch.blocks(), warps = planned_warps(c, there);
+        if (c.outcome == Outcome::ok)
+          grid = {static_cast<double>(c.launch.blocks()), planned_warps(c, there)};
       } catch (const std::exception&) {  // a problem the family no longer plans (its dims changed)
       }
-      sweep.blocks.push_back(blocks);
-      sweep.warps.push_back(warps);
+      sweep.grids.push_back(grid);
     }
   }
 }
@@ -166,12 +161,12 @@ TimesHere times_here(const PriorSweep& sweep, const std::map<std::string, std::s
       out.times[i] = INFINITY;
       continue;
     }
-    const double from = r < sweep.blocks.size() ? sweep.blocks[r] : 0;
-    const double to = i < waves.blocks.size() ? waves.blocks[i] : 0;
+    const GridOf from = r < sweep.grids.size() ? sweep.grids[r] : GridOf{};
+    const GridOf to = i < waves.grids.size() ? waves.grids[i] : GridOf{};
     // Warps only where the grids are known: a sweep without them is not scaled at all.
-    const double from_warps = from > 0 && r < sweep.warps.size() ? sweep.warps[r] : 0;
-    const double to_warps = to > 0 && i < waves.warps.size() ? waves.warps[i] : 0;
-    const double scale = wave_scale(from, sweep.sms, to, waves.sms) * latency_scale(from_warps, to_warps);
+    const double from_warps = from.blocks > 0 ? from.warps : 0, to_warps = to.blocks > 0 ? to.warps : 0;
+    const double scale =
+        wave_scale(from.blocks, sweep.sms, to.blocks, waves.sms) * latency_scale(from_warps, to_warps);
     out.scaled = out.scaled || scale != 1.0;
     out.times[i] = *median * scale;
   }

@@ -17,6 +17,13 @@ namespace tiletune {
 
 class Store;
 
+// One configuration's grid on a problem: its blocks, and the warps each SM holds while they run (see
+// resident_warps); 0 where unknown.
+struct GridOf {
+  double blocks = 0;
+  double warps = 0;
+};
+
 // One earlier sweep: what it was ("4096x4096x4096 on NVIDIA H100 80GB HBM3", or "gemm_bf16_wgmma at
 // 4096x4096x4096 on NVIDIA H200" for a sibling's) and every result's median (nullopt: it failed). Pruned
 // configurations are left out.
@@ -24,25 +31,21 @@ struct PriorSweep {
   std::string label;
   std::vector<std::pair<Params, std::optional<double>>> results;
   bool sibling = false;  // a sweep of a sibling family (see sibling_families), not of this one
-  // Where known: each result's grid (blocks, in the order of `results`; 0 where unknown) on its problem, and
-  // the SMs of the GPU it ran on. With the new problem's grids (GridWaves) they scale its times to the new
-  // problem (see wave_scale).
-  std::vector<double> blocks;
-  // Where known, in the same order: the warps each SM holds when the grid is launched (see resident_warps;
-  // 0 where unknown).
-  std::vector<double> warps;
+  // Where known: each result's grid on its problem, in the order of `results` (empty: none known), and the
+  // SMs of the GPU it ran on. With the new problem's grids (GridWaves) they scale its times to the new
+  // problem (see wave_scale and latency_scale).
+  std::vector<GridOf> grids;
   int sms = 0;
   std::optional<ProblemKey> problem;  // what it measured, where known (a sweep in the store)
 };
 
-// Fills each prior sweep's `blocks` that has its problem and SMs: every result's grid there as `family`
+// Fills the `grids` of each prior sweep that has its problem and SMs: every result's grid there as `family`
 // plans it now on `device` with the sweep's SMs (0 where it does not plan as runnable).
 void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const DeviceLimits& device);
 
-// The new problem's side of that scaling: each candidate's grid (blocks; 0 where unknown) and the GPU's SMs.
+// The new problem's side of that scaling: each candidate's grid and the GPU's SMs.
 struct GridWaves {
-  std::vector<double> blocks;
-  std::vector<double> warps;  // each candidate's resident warps per SM (see resident_warps; 0 where unknown)
+  std::vector<GridOf> grids;
   int sms = 0;
 };
 
