@@ -109,8 +109,7 @@ void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const
       GridOf grid;  // unknown: that result's time is not scaled
       try {
         const PlannedConfig c = prune_before_compile(family, there, *sweep.problem, params);
-        if (c.outcome == Outcome::ok)
-          grid = {static_cast<double>(c.launch.blocks()), planned_warps(c, there)};
+        if (c.outcome == Outcome::ok) grid = planned_grid(c, there);
       } catch (const std::exception&) {  // a problem the family no longer plans (its dims changed)
       }
       sweep.grids.push_back(grid);
@@ -118,10 +117,11 @@ void add_grids(std::vector<PriorSweep>& prior, const KernelFamily& family, const
   }
 }
 
-double planned_warps(const PlannedConfig& c, const DeviceLimits& device) {
+GridOf planned_grid(const PlannedConfig& c, const DeviceLimits& device) {
   const LaunchGeometry& l = c.launch;
-  return resident_warps(static_cast<double>(l.blocks()), device.sm_count, static_cast<double>(l.threads()),
-                        occupancy_before_compile(l, device).active_blocks);
+  const auto blocks = static_cast<double>(l.blocks());
+  return {blocks, resident_warps(blocks, device.sm_count, static_cast<double>(l.threads()),
+                                 occupancy_before_compile(l, device).active_blocks)};
 }
 
 double resident_warps(double blocks, int sms, double threads, double per_sm) {
@@ -163,10 +163,9 @@ TimesHere times_here(const PriorSweep& sweep, const std::map<std::string, std::s
     }
     const GridOf from = r < sweep.grids.size() ? sweep.grids[r] : GridOf{};
     const GridOf to = i < waves.grids.size() ? waves.grids[i] : GridOf{};
-    // Warps only where the grids are known: a sweep without them is not scaled at all.
-    const double from_warps = from.blocks > 0 ? from.warps : 0, to_warps = to.blocks > 0 ? to.warps : 0;
+    // An unknown grid (GridOf{}: no blocks, no warps) leaves its time unscaled.
     const double scale =
-        wave_scale(from.blocks, sweep.sms, to.blocks, waves.sms) * latency_scale(from_warps, to_warps);
+        wave_scale(from.blocks, sweep.sms, to.blocks, waves.sms) * latency_scale(from.warps, to.warps);
     out.scaled = out.scaled || scale != 1.0;
     out.times[i] = *median * scale;
   }

@@ -53,8 +53,9 @@ struct GridWaves {
 // each holds at most `per_sm` blocks (the plan's occupancy): a grid smaller than the GPU's room leaves each
 // SM fewer blocks than it could hold. 0 where any of them is unknown (0).
 double resident_warps(double blocks, int sms, double threads, double per_sm);
-// resident_warps of a planned configuration, with the occupancy its plan gives (registers not yet known).
-double planned_warps(const PlannedConfig& config, const DeviceLimits& device);
+// A planned configuration's grid: its blocks, and their resident_warps with the occupancy its plan gives
+// (registers not yet known).
+GridOf planned_grid(const PlannedConfig& config, const DeviceLimits& device);
 
 // What a time measured with `from_warps` warps resident per SM is multiplied by to estimate it with
 // `to_warps`: below kLatencyWarps (two per scheduler of the SM's four) an SM hides its latencies less, so a

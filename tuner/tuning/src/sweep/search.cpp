@@ -26,8 +26,7 @@ std::vector<PriorSweep> earlier_sweeps(const KernelFamily& family, const Problem
 GridWaves grid_waves(const std::vector<PlannedConfig>& table, const DeviceLimits& device) {
   GridWaves w;
   w.sms = device.sm_count;
-  for (const auto& c : table)
-    w.grids.push_back({static_cast<double>(c.launch.blocks()), planned_warps(c, device)});
+  for (const auto& c : table) w.grids.push_back(planned_grid(c, device));
   return w;
 }
 
