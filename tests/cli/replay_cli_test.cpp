@@ -97,6 +97,24 @@ TEST(ReplayCli, AChainReplaysEachSizeAfterTheOnesBefore) {
     for (const auto& run : space["strategies"]["guided"]) EXPECT_EQ(run["curve"].size(), 30u);
 }
 
+// Without --budget a chain measures what a main job would: 130 at each size, or what the family's
+// default_budgets ask at one of its default sizes (gemm_regtile asks 260 at 4096^3).
+TEST(ReplayCli, AChainWithoutABudgetGivesEachSizeWhatItsFamilyAsks) {
+  TempDir dir;
+  const std::string args = "replay --chain --space " + space("gemm_regtile-2048-h100.csv") + " --space " +
+                           space("gemm_regtile-4096-h100.csv") +
+                           " --seeds 1 --strategy guided --curves c.json";
+  const CmdResult r = tiletune_cmd(args, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("4096x4096x4096 NVIDIA H100 80GB HBM3 (budget 260, as its family asks)"),
+            std::string::npos)
+      << r.out;
+  const auto curves = nlohmann::json::parse(read_bytes(dir.path / "c.json"));
+  ASSERT_EQ(curves["spaces"].size(), 2u);
+  EXPECT_EQ(curves["spaces"][0]["strategies"]["guided"][0]["curve"].size(), 130u);
+  EXPECT_EQ(curves["spaces"][1]["strategies"]["guided"][0]["curve"].size(), 260u);
+}
+
 TEST(ReplayCli, BadInputGivesOneLine) {
   TempDir dir;
   const std::string ok = space("conv1d_register-2p28-mask63-h100.csv");

@@ -26,6 +26,13 @@ std::vector<KernelFamily> all_families() {
   return load_families({tiletune::test::templates_dir(), tiletune::test::fixtures_dir() / "families"});
 }
 
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 SweepOptions quick() {
   SweepOptions o;
   o.measure.min_reps = 2;
@@ -599,6 +606,48 @@ TEST(Gpu, MainJobResumePassesOverWhatIsDone) {
     ++passed;
   EXPECT_EQ(passed, 4u) << second;
   EXPECT_NE(second.find("best of every problem"), std::string::npos) << second;
+}
+
+// A family's default_budgets give the main job's problem at that default size its own budget; the other
+// sizes keep the main job's.
+TEST(Gpu, MainJobMeasuresWhatAFamilyAsksAtADefaultSize) {
+  REQUIRE_GPU();
+  TempDir dir;
+  const auto templates = dir.path / "templates";
+  std::filesystem::create_directories(templates);
+  for (const char* name : {"conv1d_naive", "conv1d_tiled"})
+    std::filesystem::copy(builtin_templates_dir() / name, templates / name,
+                          std::filesystem::copy_options::recursive);
+  const auto json = templates / "conv1d_tiled" / "family.json";
+  std::string text = read_text(json);
+  const std::string sizes = "\"default_sizes\": [\"268435456\", \"268435456 mask_width=31\"]";
+  ASSERT_NE(text.find(sizes), std::string::npos) << text;
+  text.replace(text.find(sizes), sizes.size(),
+               sizes + ", \"default_budgets\": {\"268435456 mask_width=31\": 5}");
+  std::ofstream(json) << text;
+  const auto bin = tiletune::test::tiletune_binary();
+  ASSERT_FALSE(bin.empty());
+  const std::string log = (dir.path / "main.log").string();
+  const std::string cmd = "TILETUNE_TEMPLATES='" + templates.string() + "' '" + bin.string() +
+                          "' sweep --min-reps 2 --max-reps 3 --rep-budget-ms 5 --db '" +
+                          (dir.path / "m.db").string() + "' >'" + log + "' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(log);
+  EXPECT_NE(read_text(log).find("conv1d_tiled at 268435456 asks for a budget of 5"), std::string::npos)
+      << read_text(log);
+  Store store = Store::open(dir.path / "m.db", Store::Mode::read_only);
+  std::size_t asked = 0, others = 0;
+  for (const auto& sweep : store.sweeps("conv1d_tiled")) {
+    const std::size_t measured = store.stored_param_keys(sweep.id).size();
+    if (sweep.problem.args.at("mask_width") == 31) {
+      EXPECT_EQ(measured, 5u);
+      ++asked;
+    } else {
+      EXPECT_GT(measured, 5u);
+      ++others;
+    }
+  }
+  EXPECT_EQ(asked, 1u);
+  EXPECT_EQ(others, 1u);
 }
 
 TEST(Gpu, ResumeRefusesAnotherTemplate) {

@@ -142,6 +142,33 @@ TEST(Family, MalformedDescriptionsGiveOneLineErrors) {
   }
 }
 
+// A family may ask the main job for another budget at some of its default sizes; what it names must be one
+// of them, and the budget a whole number of measurements.
+TEST(Family, DefaultBudgetsNameDefaultSizesAndWholeBudgets) {
+  test::TempDir dir;
+  std::string json = kGoodJson;
+  const std::string sizes = "\"default_sizes\": [\"100\"]";
+  json.replace(json.find(sizes), sizes.size(),
+               "\"default_sizes\": [\"100\", \"300\"], \"default_budgets\": {\"300\": 260}");
+  write_tiny(dir.path / "tiny", json);
+  const KernelFamily f = load_families({dir.path / "tiny"}).front();
+  EXPECT_EQ(f.default_budgets, (std::map<std::string, std::size_t>{{"300", 260}}));
+  const struct {
+    std::string budgets, expect;
+  } cases[] = {
+      {"{\"200\": 260}", "'200' is not one of problem.default_sizes"},
+      {"{\"100\": 0}", "default_budgets.100 must be a whole number of measurements"},
+      {"{\"100\": 2.5}", "default_budgets.100 must be a whole number of measurements"},
+      {"{\"100\": 99999999999}", "default_budgets.100 must be a whole number of measurements"},
+      {"[260]", "problem.default_budgets must be an object"},
+  };
+  for (const auto& c : cases) {
+    const std::string err = load_error(sizes, sizes + ", \"default_budgets\": " + c.budgets);
+    EXPECT_NE(err.find(c.expect), std::string::npos) << c.budgets << ": " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
 // Every field of the element-type, reference and baseline description: a wrong value is a one-line error that
 // names the file and the field.
 TEST(Family, MalformedArgumentsReferencesAndBaselinesGiveOneLineErrors) {

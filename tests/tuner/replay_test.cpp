@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include "../test_paths.hpp"
 #include "tiletune/guided.hpp"
@@ -307,4 +308,27 @@ TEST(Replay, AChainTransfersFromWhatItsEarlierProblemsMeasured) {
   ReplaySpace other = grid(800, 300);
   other.family = "another";
   EXPECT_THROW(replay_chain({first, other}, "guided", 3, o), std::invalid_argument);
+}
+
+// A chain measures each space's whole budget: the chain's own, or the one given for that space (as a
+// family's default_budgets give a main job's problem its own).
+TEST(Replay, AChainGivesEachSpaceItsOwnBudgetWhereOneIsGiven) {
+  if (!guided_unavailable().empty()) GTEST_SKIP() << guided_unavailable();
+  const ReplaySpace first = grid(800, 300);
+  ReplaySpace second = grid(800, 300);
+  second.name = "grid at another size";
+  ReplayOptions o = everything(4, 1);
+  o.budget = 20;
+  o.stop_within = -1;
+  const auto measured = [](const ReplayRun& run) {
+    std::set<std::size_t> points;
+    for (const auto& step : run.curve) points.insert(step.point);
+    return points.size();
+  };
+  const std::vector<ReplayRun> same = replay_chain({first, second}, "guided", 5, o);
+  EXPECT_EQ(measured(same[0]), 20u);
+  EXPECT_EQ(measured(same[1]), 20u);
+  const std::vector<ReplayRun> own = replay_chain({first, second}, "guided", 5, o, {0, 45});
+  EXPECT_EQ(measured(own[0]), 20u);
+  EXPECT_EQ(measured(own[1]), 45u);
 }

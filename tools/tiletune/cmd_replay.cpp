@@ -29,6 +29,7 @@ struct ReplayArgs {
   std::vector<std::string> transfer_files;
   std::vector<std::string> templates;  // extra family folders, for the plan features of a family not built in
   bool chain = false;                  // the spaces as a main job's chain (see replay_chain)
+  std::vector<std::size_t> chain_budgets;  // per space: its family's default_budgets (0: options.budget)
 };
 
 // The plan features of a stored sweep's points, from its family (built in or under --templates) and the
@@ -117,15 +118,41 @@ std::vector<std::string> replay_row(const ReplaySpace& space, const std::string&
 }
 
 // The line above a chain's table: what transfers from what.
-std::string chain_line(const std::vector<ReplaySpace>& spaces) {
+std::string chain_line(const std::vector<ReplaySpace>& spaces, const std::vector<std::size_t>& budgets) {
   std::ostringstream line;
   line << "chain of " << spaces.front().family << ":";
   for (std::size_t k = 0; k < spaces.size(); ++k) {
     const std::string& name = spaces[k].name;
     line << (k ? ", then " : " ") << name.substr(std::min(name.find(' ') + 1, name.size()));
+    if (k < budgets.size() && budgets[k]) line << " (budget " << budgets[k] << ", as its family asks)";
   }
   line << "; each searched with its whole budget, transferring from the strategy's sweeps of those before it";
   return line.str();
+}
+
+// A main job's budget at each space, where the family (built in or under --templates) asks in its
+// default_budgets for other than kMainJobBudget at the space's problem; 0 elsewhere.
+std::vector<std::size_t> family_budgets(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
+  std::vector<std::size_t> budgets(spaces.size(), 0);
+  std::vector<KernelFamily> known;
+  try {
+    known = families(a.templates);
+  } catch (const std::exception&) {
+    return budgets;  // no family to ask: the main job's budget everywhere
+  }
+  const auto it = std::find_if(known.begin(), known.end(),
+                               [&](const KernelFamily& f) { return f.name == spaces.front().family; });
+  if (it == known.end()) return budgets;
+  for (const auto& [size, budget] : it->default_budgets) {
+    const auto space = size.find(' ');
+    const std::string args = space == std::string::npos ? "" : size.substr(space + 1);
+    const std::string head =
+        it->name + " " +
+        it->make_problem(parse_size_text(size.substr(0, space)), parse_args_text(args)).text() + " ";
+    for (std::size_t k = 0; k < spaces.size(); ++k)
+      if (spaces[k].name.rfind(head, 0) == 0) budgets[k] = budget;
+  }
+  return budgets;
 }
 
 // --chain: at least two spaces, of one family; a main job's budget unless one is given, measured whole.
@@ -137,7 +164,10 @@ void check_chain(ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("replay: --chain: ") + e.what());
   }
-  if (a.options.budget == 0) a.options.budget = kMainJobBudget;
+  if (a.options.budget == 0) {
+    a.options.budget = kMainJobBudget;
+    a.chain_budgets = family_budgets(a, spaces);
+  }
   a.options.stop_within = -1;
 }
 
@@ -149,7 +179,7 @@ std::vector<std::vector<ReplayRun>> replay_runs(const ReplayArgs& a, const std::
   for (int s = 0; s < a.seeds; ++s) {
     const std::uint64_t seed = a.first_seed + static_cast<std::uint64_t>(s);
     if (a.chain) {
-      std::vector<ReplayRun> chain = replay_chain(spaces, strategy, seed, a.options);
+      std::vector<ReplayRun> chain = replay_chain(spaces, strategy, seed, a.options, a.chain_budgets);
       for (std::size_t k = 0; k < spaces.size(); ++k) runs[k].push_back(std::move(chain[k]));
       continue;
     }
@@ -191,7 +221,7 @@ void replay_all(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
                       {"strategies", std::move(by_strategy[k])}});
   std::vector<std::vector<std::string>> table;
   for (auto& r : rows) table.insert(table.end(), r.begin(), r.end());
-  if (a.chain) std::cout << chain_line(spaces) << "\n";
+  if (a.chain) std::cout << chain_line(spaces, a.chain_budgets) << "\n";
   std::vector<std::string> header{"space",    "strategy", "evals 1%", "s 1%",
                                   "evals 2%", "s 2%",     "evals 5%", "s 5%"};
   if (a.options.stop_within < 0) header.insert(header.end(), {"s whole", "unused compiles"});
@@ -238,7 +268,8 @@ int cmd_replay(const std::vector<std::string>& argv) {
       "simulated seconds of the whole run and the compiles never measured")(
       "chain",
       "replay the spaces (one family at several problems) as a main job's chain: each in turn, with the "
-      "whole budget (130 unless --budget), guided transferring from what it measured in those before it");
+      "whole budget (130 unless --budget, or what the family's default_budgets ask at a space's problem), "
+      "guided transferring from what it measured in those before it");
   if (!parse(
           "replay",
           "Replays strategies against complete stored sweeps without a GPU: evaluations and simulated "

@@ -186,13 +186,26 @@ KernelFamily with_saved_inputs(const KernelFamily& family, const CapturedProblem
   return copy;
 }
 
+// One problem to sweep, and the budget its family asks for it in the main job (0: the run's own).
+struct WorkItem {
+  const KernelFamily* family;
+  ProblemKey problem;
+  std::size_t budget = 0;
+};
+
+// A problem's options: the run's, with the budget its family asks for where it asks for one.
+SweepOptions options_for(const WorkItem& item, const SweepOptions& o) {
+  SweepOptions one = o;
+  if (item.budget) one.budget = item.budget;
+  return one;
+}
+
 // The problems of a capture file, each once, for the families loaded, with their saved inputs where the file
 // has them (those families' copies are kept in `filled`); a family not loaded, a problem it refuses or a bad
 // saved input is one line naming the file and the line.
-std::vector<std::pair<const KernelFamily*, ProblemKey>> captured_work(const std::vector<KernelFamily>& fams,
-                                                                      const std::string& path,
-                                                                      std::deque<KernelFamily>& filled) {
-  std::vector<std::pair<const KernelFamily*, ProblemKey>> work;
+std::vector<WorkItem> captured_work(const std::vector<KernelFamily>& fams, const std::string& path,
+                                    std::deque<KernelFamily>& filled) {
+  std::vector<WorkItem> work;
   for (const CapturedProblem& p : read_capture(path)) {
     const std::string where = path + ": line " + std::to_string(p.line) + ": ";
     const auto it =
@@ -205,12 +218,12 @@ std::vector<std::pair<const KernelFamily*, ProblemKey>> captured_work(const std:
       throw CaptureError(where + e.what());
     }
     const bool seen = std::any_of(work.begin(), work.end(), [&](const auto& w) {
-      return w.first->name == p.family && w.second == problem;
+      return w.family->name == p.family && w.problem == problem;
     });
     if (seen) continue;
     const KernelFamily* family = &*it;
     if (!p.inputs.empty()) family = &filled.emplace_back(with_saved_inputs(*it, p, path, where));
-    work.emplace_back(family, problem);
+    work.push_back({family, problem});
   }
   if (work.empty()) throw CaptureError(path + ": holds no problem to tune");
   return work;
@@ -267,7 +280,7 @@ const std::string kSweepHelp =
     "--budget sample a space of any size (one that a 64-bit index holds) without building it. With --gpus\n"
     "one sweep measures on several GPUs of one model at once.";
 
-using Work = std::vector<std::pair<const KernelFamily*, ProblemKey>>;
+using Work = std::vector<WorkItem>;
 
 // The problems to sweep: the capture file's, the one given, or every family's default sizes (the main job).
 Work sweep_work(const std::vector<KernelFamily>& fams, const Common& c, const std::string& captured,
@@ -276,7 +289,7 @@ Work sweep_work(const std::vector<KernelFamily>& fams, const Common& c, const st
   if (!captured.empty()) return captured_work(fams, captured, filled);
   if (!c.family.empty()) {
     const KernelFamily& f = find_family(fams, c.family);
-    work.emplace_back(&f, problem_for(f, c));
+    work.push_back({&f, problem_for(f, c)});
     return work;
   }
   if (!c.size.empty()) throw UsageError("sweep: --size needs --family");
@@ -285,7 +298,8 @@ Work sweep_work(const std::vector<KernelFamily>& fams, const Common& c, const st
       Common one = c;
       one.size = size.substr(0, size.find(' '));
       if (size.find(' ') != std::string::npos) one.args.push_back(size.substr(size.find(' ') + 1));
-      work.emplace_back(&f, problem_for(f, one));
+      const auto budget = f.default_budgets.find(size);
+      work.push_back({&f, problem_for(f, one), budget == f.default_budgets.end() ? 0 : budget->second});
     }
   return work;
 }
@@ -295,10 +309,11 @@ Work sweep_work(const std::vector<KernelFamily>& fams, const Common& c, const st
 std::vector<double> planned_measurements(const Work& work, const SweepOptions& o) {
   std::vector<double> planned;
   for (const auto& item : work) {
-    sweep_space_walk(*item.first, o);
-    const auto size = space_size(*item.first);
+    const SweepOptions one = options_for(item, o);
+    sweep_space_walk(*item.family, one);
+    const auto size = space_size(*item.family);
     const double n = size ? static_cast<double>(*size) : 0;
-    planned.push_back(o.budget ? std::min(n, static_cast<double>(o.budget)) : n);
+    planned.push_back(one.budget ? std::min(n, static_cast<double>(one.budget)) : n);
   }
   return planned;
 }
@@ -341,6 +356,10 @@ void print_main_job_head(const Work& work, const Pools& gpus, const SweepOptions
                           " configurations run, guided search for " + std::to_string(o.budget) + " elsewhere)"
                     : std::string())
             << "\n";
+  for (const auto& item : work)
+    if (item.budget)
+      std::cout << "main job: " << item.family->name << " at " << item.problem.size_text()
+                << " asks for a budget of " << item.budget << " (its family's default_budgets)\n";
 }
 
 // A finished sweep as the main job's table shows it: what it measured, and the problem's best on this model.
@@ -394,9 +413,11 @@ void print_continue_hint(const Job& job, const KernelFamily& family, const Probl
 }
 
 // One problem on pool p; false when the main job's --resume passed over it.
-bool sweep_problem(Job& job, const KernelFamily& family, const ProblemKey& problem, std::size_t p) {
+bool sweep_problem(Job& job, const WorkItem& item, std::size_t p) {
+  const KernelFamily& family = *item.family;
+  const ProblemKey& problem = item.problem;
   if (job.gpus.pools.size() > 1) std::cout << "\n-- on " << job.gpus.names[p] << "\n";
-  SweepOptions one = job.options;
+  SweepOptions one = options_for(item, job.options);
   one.siblings = sibling_families(job.families, family);
   if (job.main_job && one.resume)
     if (auto done = resume_main_job(job.store, family, problem, job.gpus.uuids[p], one)) {
@@ -424,7 +445,7 @@ int run_work(const Work& work, const std::vector<double>& planned, Job& job) {
   for (std::size_t w = 0; w < work.size() && !g_stop; ++w) {
     bool swept = false;
     for (std::size_t p = 0; p < job.gpus.pools.size() && !g_stop; ++p)
-      swept = sweep_problem(job, *work[w].first, work[w].second, p) || swept;
+      swept = sweep_problem(job, work[w], p) || swept;
     if (swept) planned_done += planned[w];
     if (!job.main_job) continue;
     double left = 0;
@@ -439,6 +460,7 @@ struct SweepArgs {
   std::vector<int> gpus;
   std::string captured;  // the capture file to tune, if any
   bool main_job = false;
+  bool family_budgets = false;  // the main job without --budget: each family's default_budgets apply
 };
 
 // The options beyond the common ones, checked together; the main job's defaults go into `o`.
@@ -460,7 +482,8 @@ SweepArgs read_sweep_args(const po::variables_map& vm, const Common& c, SweepOpt
         "sweep: --captured takes its families and sizes from the file: drop --family and --size");
   a.main_job = c.family.empty();
   if (a.main_job && vm["strategy"].defaulted()) o.strategy = "auto";
-  if (a.main_job && vm["budget"].defaulted()) o.budget = kMainJobBudget;
+  a.family_budgets = a.main_job && vm["budget"].defaulted();
+  if (a.family_budgets) o.budget = kMainJobBudget;
   o.progress_line = ::isatty(STDOUT_FILENO);
   if (o.strategy != "auto")
     make_strategy(o.strategy, KernelFamily{}, {}, 0, 0);  // rejects an unknown name before any work
@@ -485,7 +508,9 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (vm.count("input"))
     use_input_files(fams, "sweep", c.family, vm["input"].as<std::vector<std::string>>(), false);
   std::deque<KernelFamily> filled;  // families filled from a capture's saved inputs
-  const Work work = sweep_work(fams, c, args.captured, filled);
+  Work work = sweep_work(fams, c, args.captured, filled);
+  if (!args.family_budgets)
+    for (auto& item : work) item.budget = 0;
   const std::vector<double> planned = planned_measurements(work, o);
   CompileCache cache(cache_dir);
   if (!cache.enabled())

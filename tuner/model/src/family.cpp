@@ -204,6 +204,20 @@ std::vector<Expr> expr_list(const Reader& r, const json& list, const std::string
   return out;
 }
 
+// "default_budgets": {"4096x4096x4096": 260}: the main job's budget at default sizes the family names.
+void parse_default_budgets(const Reader& r, const json& problem, KernelFamily& f) {
+  if (!problem.contains("default_budgets")) return;
+  const json& budgets = problem.at("default_budgets");
+  if (!budgets.is_object()) r.fail("problem.default_budgets must be an object of default size: budget");
+  for (const auto& [size, budget] : budgets.items()) {
+    if (std::find(f.default_sizes.begin(), f.default_sizes.end(), size) == f.default_sizes.end())
+      r.fail("problem.default_budgets: '" + size + "' is not one of problem.default_sizes");
+    if (!budget.is_number_integer() || budget.get<std::int64_t>() < 1 || budget.get<std::int64_t>() > 1000000)
+      r.fail("problem.default_budgets." + size + " must be a whole number of measurements from 1 to 1000000");
+    f.default_budgets[size] = budget.get<std::size_t>();
+  }
+}
+
 void parse_problem(const Reader& r, const json& doc, KernelFamily& f) {
   const json& problem = r.need(doc, "problem");
   const json& dims = r.need(problem, "dims");
@@ -231,6 +245,7 @@ void parse_problem(const Reader& r, const json& doc, KernelFamily& f) {
       f.default_sizes.push_back(s.get<std::string>());
     }
   }
+  parse_default_budgets(r, problem, f);
 }
 
 void parse_parameters(const Reader& r, const json& doc, KernelFamily& f) {

@@ -35,12 +35,15 @@ PriorSweep prior_sweep_of(const ReplaySpace& space, const ReplayRun& run) {
 }
 
 std::vector<ReplayRun> replay_chain(const std::vector<ReplaySpace>& spaces, const std::string& name,
-                                    std::uint64_t seed, const ReplayOptions& options) {
+                                    std::uint64_t seed, const ReplayOptions& options,
+                                    const std::vector<std::size_t>& budgets) {
   check_one_family(spaces);
   std::vector<ReplayRun> runs;
   std::vector<PriorSweep> earlier;  // what the chain measured so far, the newest first
-  for (const auto& space : spaces) {
+  for (std::size_t k = 0; k < spaces.size(); ++k) {
+    const ReplaySpace& space = spaces[k];
     ReplayOptions o = options;
+    if (k < budgets.size() && budgets[k] > 0) o.budget = budgets[k];
     o.transfer = earlier;
     o.transfer.insert(o.transfer.end(), options.transfer.begin(), options.transfer.end());
     runs.push_back(replay(space, replay_family(space), name, seed, o));

@@ -196,6 +196,9 @@ struct KernelFamily {
   std::vector<ProblemArg> problem_args;
   std::vector<Condition> problem_checks;
   std::vector<std::string> default_sizes;  // size texts
+  // The main job's budget at some of the default sizes (text as in default_sizes), where the family asks
+  // for other than the main job's own (a space whose optimum a short search often misses).
+  std::map<std::string, std::size_t> default_budgets;
   std::vector<Parameter> parameters;
   std::vector<Condition> constraints;
   Launch launch;

@@ -117,10 +117,12 @@ ReplayRun replay(const ReplaySpace& space, const KernelFamily& family, const std
 // A main job's chain of problems (one family at several sizes, or on several devices), replayed with one
 // seed: each space in turn, transferring from what strategy `name` measured in those before it (the newest
 // first) and then from options.transfer, as a main job's sweeps transfer from the partial sweeps before them.
-// Give options.stop_within < 0 for a main job's whole budget. One run per space, in order. Throws
-// std::invalid_argument when the spaces are of different families, or on an unknown strategy.
+// Give options.stop_within < 0 for a main job's whole budget; `budgets`, where given, holds one budget per
+// space (0: options.budget), as a family's default_budgets set a main job's. One run per space, in order.
+// Throws std::invalid_argument when the spaces are of different families, or on an unknown strategy.
 std::vector<ReplayRun> replay_chain(const std::vector<ReplaySpace>& spaces, const std::string& name,
-                                    std::uint64_t seed, const ReplayOptions& options);
+                                    std::uint64_t seed, const ReplayOptions& options,
+                                    const std::vector<std::size_t>& budgets = {});
 
 // Throws std::invalid_argument, one line naming the odd one, unless every space is of one family.
 void check_one_family(const std::vector<ReplaySpace>& spaces);
