@@ -145,4 +145,12 @@ std::map<std::string, std::int64_t> parse_args_text(std::string_view text) {
   return parse_pairs(text, "args");
 }
 
+ProblemKey parse_problem_text(std::string_view text) {
+  const std::size_t space = std::min(text.find(' '), text.size());
+  ProblemKey key;
+  key.dims = parse_size_text(text.substr(0, space));
+  if (space < text.size()) key.args = parse_args_text(text.substr(space + 1));
+  return key;
+}
+
 }  // namespace tiletune

@@ -549,7 +549,8 @@ TEST(Cli, InvalidCsvNamesTheLineAndFieldAndChangesNothing) {
   EXPECT_EQ(read_bytes(dir.path / "tiletune.db"), db_before);
 }
 
-// sweep --captured and --input refuse bad files in one line, before any GPU or database is touched.
+// sweep --captured and --input refuse bad files in one line, before any GPU or database is touched; so does
+// a problem option without the family it belongs to.
 TEST(Cli, CapturedAndInputFilesAreCheckedBeforeAnything) {
   TempDir dir;
   std::ofstream(dir.path / "bad.jsonl")
@@ -570,6 +571,8 @@ TEST(Cli, CapturedAndInputFilesAreCheckedBeforeAnything) {
       {"sweep --family spmv_csr --input nothing=short.bin", "no input buffer or constant of that name"},
       {"sweep --family spmv_csr --input values", "must be NAME=PATH"},
       {"sweep --input values=short.bin", "--input needs --family"},
+      {"sweep --size 64x64x64", "--size needs --family"},
+      {"sweep --arg mask_width=3", "--arg needs --family"},
       {"bench --family spmv_csr --input values=short.bin", "--input values: "},
   };
   for (const auto& c : cases) {

@@ -60,6 +60,14 @@ TEST(Records, SizeTextRoundTrips) {
   EXPECT_EQ(parse_size_text("1048576"), (std::vector<std::int64_t>{1048576}));
 }
 
+TEST(Records, ProblemTextRoundTrips) {
+  const ProblemKey conv{{1048576}, {{"boundary", 0}, {"mask_width", 5}}};
+  EXPECT_EQ(parse_problem_text(conv.text()), conv);
+  EXPECT_EQ(parse_problem_text("1000x1000x777"), (ProblemKey{{1000, 1000, 777}, {}}));
+  for (const char* bad : {"", " mask_width=5", "1000 mask_width", "1000x 5", "1000 a=1 b=2"})
+    EXPECT_THROW(parse_problem_text(bad), std::invalid_argument) << bad;
+}
+
 TEST(Records, SizeTextRejectsZeroNegativeAndGarbage) {
   EXPECT_EQ(invalid_message([] { parse_size_text("0x5"); }),
             "size must be positive integers separated by 'x', got '0x5'");

@@ -94,6 +94,18 @@ TEST(Family, ProblemsAreCheckedAndDefaultsFilled) {
   EXPECT_THROW(gemm.make_problem({10, -1, 10}, {}), FamilyError);
 }
 
+// A default size's text names its problem as make_problem gives it, the args it leaves out at their defaults.
+TEST(Family, ADefaultSizeNamesItsProblem) {
+  const auto fams = builtin();
+  const auto& conv = find_family(fams, "conv1d_tiled");
+  EXPECT_EQ(default_problem(conv, "268435456 mask_width=31"),
+            conv.make_problem({268435456}, {{"mask_width", 31}}));
+  EXPECT_EQ(default_problem(conv, "1000").args.at("mask_width"), 5);
+  EXPECT_THROW(default_problem(conv, "1000 mask_width=4"), FamilyError);
+  EXPECT_THROW(default_problem(conv, "1000 mask_width"), std::invalid_argument);
+  EXPECT_THROW(default_problem(conv, "big"), std::invalid_argument);
+}
+
 TEST(Family, UnknownFamilyListsTheKnownOnes) {
   const auto fams = builtin();
   try {

@@ -41,6 +41,19 @@ ReplayOptions everything(int jobs, std::size_t lanes) {
   return o;
 }
 
+// Two grids of one family as a main job's chain: four compilers, one lane, each space's whole `budget`.
+struct TwoGrids {
+  ReplaySpace first = grid(800, 300);
+  ReplaySpace second = grid(800, 300);
+  ReplayOptions options = everything(4, 1);
+};
+TwoGrids two_grids(std::size_t budget) {
+  TwoGrids chain;
+  chain.second.name = "grid at another size";
+  chain.options.budget = budget;
+  return chain;
+}
+
 }  // namespace
 
 TEST(Replay, OneCompilerAndOneGpuTakeTheirTurns) {
@@ -241,6 +254,26 @@ TEST(Replay, ASpaceFileReadsBackAsWritten) {
   }
 }
 
+// A space file's first line names its problem after its family (with its args where it has some); a name
+// that holds none leaves the problem unknown.
+TEST(Replay, ASpaceFileKnowsTheProblemItsNameHolds) {
+  test::TempDir dir;
+  const auto read_named = [&](const std::string& name) {
+    {
+      std::ofstream out(dir.path / "s.csv");
+      out << "# tiletune replay space: " << name << "\n# family: conv\n"
+          << "A,outcome,median_ms,compile_ms,measure_ms\n1,ok,0.5,10,2\n";
+    }
+    return read_replay_space(dir.path / "s.csv").problem;
+  };
+  EXPECT_EQ(read_named("conv 8192x4096 boundary=0,mask_width=15 NVIDIA H100 80GB HBM3"),
+            (ProblemKey{{8192, 4096}, {{"boundary", 0}, {"mask_width", 15}}}));
+  EXPECT_EQ(read_named("conv 1000x2000 NVIDIA H200"), (ProblemKey{{1000, 2000}, {}}));
+  EXPECT_EQ(read_named("conv 1000x2000"), (ProblemKey{{1000, 2000}, {}}));
+  EXPECT_EQ(read_named("other 1000x2000 NVIDIA H200"), std::nullopt);
+  EXPECT_EQ(read_named("conv big NVIDIA H200"), std::nullopt);
+}
+
 TEST(Replay, AMalformedSpaceFileIsRefusedInOneLineNamingWhere) {
   test::TempDir dir;
   const std::string head =
@@ -282,11 +315,7 @@ TEST(Replay, AMalformedSpaceFileIsRefusedInOneLineNamingWhere) {
 // the strategy measured before it, so the second starts from the first's best.
 TEST(Replay, AChainTransfersFromWhatItsEarlierProblemsMeasured) {
   if (!guided_unavailable().empty()) GTEST_SKIP() << guided_unavailable();
-  const ReplaySpace first = grid(800, 300);
-  ReplaySpace second = grid(800, 300);
-  second.name = "grid at another size";
-  ReplayOptions o = everything(4, 1);
-  o.budget = 20;
+  const auto [first, second, o] = two_grids(20);
   const std::vector<ReplayRun> runs = replay_chain({first, second}, "guided", 3, o);
   ASSERT_EQ(runs.size(), 2u);
   const ReplayRun alone = replay(first, replay_family(first), "guided", 3, o);
@@ -314,12 +343,7 @@ TEST(Replay, AChainTransfersFromWhatItsEarlierProblemsMeasured) {
 // family's default_budgets give a main job's problem its own).
 TEST(Replay, AChainGivesEachSpaceItsOwnBudgetWhereOneIsGiven) {
   if (!guided_unavailable().empty()) GTEST_SKIP() << guided_unavailable();
-  const ReplaySpace first = grid(800, 300);
-  ReplaySpace second = grid(800, 300);
-  second.name = "grid at another size";
-  ReplayOptions o = everything(4, 1);
-  o.budget = 20;
-  o.stop_within = -1;
+  const auto [first, second, o] = two_grids(20);
   const auto measured = [](const ReplayRun& run) {
     std::set<std::size_t> points;
     for (const auto& step : run.curve) points.insert(step.point);

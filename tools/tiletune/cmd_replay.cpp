@@ -134,23 +134,18 @@ std::string chain_line(const std::vector<ReplaySpace>& spaces, const std::vector
 // default_budgets for other than kMainJobBudget at the space's problem; 0 elsewhere.
 std::vector<std::size_t> family_budgets(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
   std::vector<std::size_t> budgets(spaces.size(), 0);
-  std::vector<KernelFamily> known;
   try {
-    known = families(a.templates);
+    const std::vector<KernelFamily> known = families(a.templates);
+    const auto it = std::find_if(known.begin(), known.end(),
+                                 [&](const KernelFamily& f) { return f.name == spaces.front().family; });
+    if (it == known.end()) return budgets;
+    for (const auto& [size, budget] : it->default_budgets) {
+      const ProblemKey problem = default_problem(*it, size);
+      for (std::size_t k = 0; k < spaces.size(); ++k)
+        if (spaces[k].problem == problem) budgets[k] = budget;
+    }
   } catch (const std::exception&) {
-    return budgets;  // no family to ask: the main job's budget everywhere
-  }
-  const auto it = std::find_if(known.begin(), known.end(),
-                               [&](const KernelFamily& f) { return f.name == spaces.front().family; });
-  if (it == known.end()) return budgets;
-  for (const auto& [size, budget] : it->default_budgets) {
-    const auto space = size.find(' ');
-    const std::string args = space == std::string::npos ? "" : size.substr(space + 1);
-    const std::string head =
-        it->name + " " +
-        it->make_problem(parse_size_text(size.substr(0, space)), parse_args_text(args)).text() + " ";
-    for (std::size_t k = 0; k < spaces.size(); ++k)
-      if (spaces[k].name.rfind(head, 0) == 0) budgets[k] = budget;
+    return std::vector<std::size_t>(spaces.size(), 0);  // no family to ask: the main job's budget everywhere
   }
   return budgets;
 }

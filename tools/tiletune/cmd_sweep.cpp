@@ -282,24 +282,31 @@ const std::string kSweepHelp =
 
 using Work = std::vector<WorkItem>;
 
-// The problems to sweep: the capture file's, the one given, or every family's default sizes (the main job).
-Work sweep_work(const std::vector<KernelFamily>& fams, const Common& c, const std::string& captured,
+struct SweepArgs {
+  std::vector<int> gpus;
+  std::string captured;  // the capture file to tune, if any
+  bool main_job = false;
+  bool family_budgets = false;  // the main job without --budget: each family's default_budgets apply
+};
+
+// The problems to sweep: the capture file's, the one given, or every family's default sizes (the main job,
+// each with the budget its family asks there where `family_budgets`).
+Work sweep_work(const std::vector<KernelFamily>& fams, const Common& c, const SweepArgs& args,
                 std::deque<KernelFamily>& filled) {
   Work work;
-  if (!captured.empty()) return captured_work(fams, captured, filled);
+  if (!args.captured.empty()) return captured_work(fams, args.captured, filled);
   if (!c.family.empty()) {
     const KernelFamily& f = find_family(fams, c.family);
     work.push_back({&f, problem_for(f, c)});
     return work;
   }
   if (!c.size.empty()) throw UsageError("sweep: --size needs --family");
+  if (!c.args.empty()) throw UsageError("sweep: --arg needs --family");
   for (const auto& f : fams)
     for (const auto& size : f.default_sizes) {
-      Common one = c;
-      one.size = size.substr(0, size.find(' '));
-      if (size.find(' ') != std::string::npos) one.args.push_back(size.substr(size.find(' ') + 1));
       const auto budget = f.default_budgets.find(size);
-      work.push_back({&f, problem_for(f, one), budget == f.default_budgets.end() ? 0 : budget->second});
+      const bool asks = args.family_budgets && budget != f.default_budgets.end();
+      work.push_back({&f, default_problem(f, size), asks ? budget->second : 0});
     }
   return work;
 }
@@ -456,13 +463,6 @@ int run_work(const Work& work, const std::vector<double>& planned, Job& job) {
   return job.status;
 }
 
-struct SweepArgs {
-  std::vector<int> gpus;
-  std::string captured;  // the capture file to tune, if any
-  bool main_job = false;
-  bool family_budgets = false;  // the main job without --budget: each family's default_budgets apply
-};
-
 // The options beyond the common ones, checked together; the main job's defaults go into `o`.
 SweepArgs read_sweep_args(const po::variables_map& vm, const Common& c, SweepOptions& o) {
   SweepArgs a;
@@ -508,9 +508,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (vm.count("input"))
     use_input_files(fams, "sweep", c.family, vm["input"].as<std::vector<std::string>>(), false);
   std::deque<KernelFamily> filled;  // families filled from a capture's saved inputs
-  Work work = sweep_work(fams, c, args.captured, filled);
-  if (!args.family_budgets)
-    for (auto& item : work) item.budget = 0;
+  Work work = sweep_work(fams, c, args, filled);
   const std::vector<double> planned = planned_measurements(work, o);
   CompileCache cache(cache_dir);
   if (!cache.enabled())

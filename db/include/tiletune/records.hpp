@@ -49,6 +49,9 @@ std::string problem_text(const std::string& size_text, const std::string& args_t
 std::vector<std::int64_t> parse_size_text(std::string_view text);
 // "a=1,b=2" -> map; throws std::invalid_argument on malformed text.
 std::map<std::string, std::int64_t> parse_args_text(std::string_view text);
+// Inverse of problem_text: "1000x1000x777" or "1048576 mask_width=5" -> its dims and the args it names;
+// throws std::invalid_argument on malformed text.
+ProblemKey parse_problem_text(std::string_view text);
 
 // A GPU, real or from a built-in profile.
 struct DeviceRecord {

@@ -743,10 +743,8 @@ void check_kernel_names(const Reader& r, const ReferenceKernel& k, const std::se
 void check_default_sizes(const Reader& r, const KernelFamily& f) {
   for (const auto& d : f.default_sizes) {
     try {
-      const auto space = d.find(' ');
-      if (parse_size_text(d.substr(0, space)).size() != f.dims.size())
+      if (parse_problem_text(d).dims.size() != f.dims.size())
         r.fail("default size '" + d + "' does not have " + std::to_string(f.dims.size()) + " dimensions");
-      if (space != std::string::npos) parse_args_text(d.substr(space + 1));
     } catch (const std::invalid_argument& e) {
       r.fail(std::string("default size: ") + e.what());
     }
@@ -1053,6 +1051,11 @@ Vars KernelFamily::vars(const ProblemKey& problem, const Params& params) const {
   for (const auto& [k, val] : problem.args) v[k] = val;
   for (const auto& [k, val] : params) v[k] = val;
   return v;
+}
+
+ProblemKey default_problem(const KernelFamily& family, const std::string& size_text) {
+  const ProblemKey given = parse_problem_text(size_text);
+  return family.make_problem(given.dims, given.args);
 }
 
 ProblemKey KernelFamily::make_problem(const std::vector<std::int64_t>& given_dims,

@@ -41,6 +41,7 @@ ReplaySpace replay_space_from_store(const Store& store, std::int64_t sweep_id) {
   check_sweep(info, sweep_id);
   ReplaySpace space;
   space.family = info->family;
+  space.problem = info->problem;
   space.name = info->family + " " + info->problem.text() + " " + info->device.name;
   std::vector<double> compile, measure;
   for (const auto& r : store.results(sweep_id)) {

@@ -24,6 +24,20 @@ std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
+// The problem a space's name holds after its family ("gemm_regtile 4096x4096x4096 NVIDIA H100 ...", or with
+// args "conv2d_tiled 8192x8192 boundary=0,mask_width=15 ..."); nullopt where it holds none.
+std::optional<ProblemKey> problem_in_name(const std::string& name, const std::string& family) {
+  if (name.rfind(family + " ", 0) != 0) return std::nullopt;
+  std::istringstream words(name.substr(family.size() + 1));
+  std::string size, args;
+  words >> size >> args;
+  try {
+    return parse_problem_text(args.find('=') == std::string::npos ? size : size + " " + args);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
 // Reads one file, remembering where it is, so that every refusal names the file, the line and the field.
 class SpaceReader {
  public:
@@ -35,6 +49,7 @@ class SpaceReader {
     ReplaySpace s;
     s.name = after(kMagic, "the first line must start with '# tiletune replay space: '");
     s.family = after(kFamily, "the second line must start with '# family: '");
+    s.problem = problem_in_name(s.name, s.family);
     header(s);
     while (next_line())
       if (!line_.empty()) s.points.push_back(row(split(line_)));

@@ -228,6 +228,11 @@ struct KernelFamily {
   std::string source_for(const Params& params) const;
 };
 
+// The problem one of the family's default sizes names ("4096x4096x4096", "268435456 mask_width=31"), its
+// args' defaults filled in. Throws std::invalid_argument on malformed text, FamilyError where make_problem
+// does.
+ProblemKey default_problem(const KernelFamily& family, const std::string& size_text);
+
 // The argument of that name; nullptr when there is none.
 const Argument* find_argument(const KernelFamily& family, const std::string& name);
 

@@ -32,6 +32,7 @@ struct ReplayPoint {
 struct ReplaySpace {
   std::string name;  // what the tables call it, e.g. "gemm_bf16_wgmma 4096x4096x4096 H100"
   std::string family;
+  std::optional<ProblemKey> problem;    // what it measured: the sweep's, or what a space file's name holds
   std::vector<ReplayPoint> points;      // in the space's order (brute force walks it so)
   std::vector<std::string> plan_names;  // the plan features each point holds (plan_feature_names() or none)
 
