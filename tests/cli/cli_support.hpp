@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "../file_bytes.hpp"
 #include "../test_paths.hpp"
 
 namespace tiletune::test {
@@ -30,22 +31,9 @@ inline CmdResult tiletune_cmd(const std::string& args, const TempDir& dir, const
   CmdResult r;
   const int raw = std::system(cmd.c_str());
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = read_bytes(out);
+  r.err = read_bytes(err);
   return r;
-}
-
-inline std::string read_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 inline int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }

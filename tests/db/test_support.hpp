@@ -9,7 +9,6 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -19,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../file_bytes.hpp"
 #include "tiletune/store.hpp"
 
 namespace tiletune::test {
@@ -48,11 +48,6 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
-
-inline std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -46,7 +46,7 @@ const std::string& small_database() {
       pruned.reason = "threads";
       store.add_sweep(spec, {ok, pruned});
     }
-    return tiletune::fuzz::read_file(path);
+    return tiletune::test::read_bytes(path);
   }();
   return bytes;
 }
@@ -74,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string what = e.what();
     if (what.empty() || what.find('\n') != std::string::npos)
       finding("Store::merge threw a message of lines", what);
-    if (tiletune::fuzz::read_file(out) != small_database())
+    if (tiletune::test::read_bytes(out) != small_database())
       finding("a failed merge changed the output", what);
     return 0;
   } catch (const std::exception& e) {

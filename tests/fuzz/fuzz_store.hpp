@@ -8,6 +8,7 @@
 #include <system_error>
 #include <vector>
 
+#include "../file_bytes.hpp"
 #include "fuzz_support.hpp"
 #include "tiletune/client.hpp"
 #include "tiletune/store.hpp"
@@ -19,7 +20,7 @@ inline const std::string& empty_database() {
   static const std::string bytes = [] {
     const std::filesystem::path path = scratch_dir() / "empty.db";
     { Store::open(path); }
-    return read_file(path);
+    return test::read_bytes(path);
   }();
   return bytes;
 }

@@ -10,7 +10,6 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -50,11 +49,6 @@ inline void write_file(const std::filesystem::path& path, std::string_view bytes
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) std::abort();  // the harness's own failure, not the target's
-}
-
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // With TILETUNE_FUZZ_STRICT=1, an exception of a type that the function called does not document (a JSON

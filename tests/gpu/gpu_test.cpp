@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../file_bytes.hpp"
 #include "../test_paths.hpp"
 #include "require_gpu.hpp"
 #include "tiletune/bench.hpp"
@@ -24,13 +25,6 @@ namespace {
 
 std::vector<KernelFamily> all_families() {
   return load_families({tiletune::test::templates_dir(), tiletune::test::fixtures_dir() / "families"});
-}
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 SweepOptions quick() {
@@ -619,7 +613,7 @@ TEST(Gpu, MainJobMeasuresWhatAFamilyAsksAtADefaultSize) {
     std::filesystem::copy(builtin_templates_dir() / name, templates / name,
                           std::filesystem::copy_options::recursive);
   const auto json = templates / "conv1d_tiled" / "family.json";
-  std::string text = read_text(json);
+  std::string text = tiletune::test::read_bytes(json);
   const std::string sizes = "\"default_sizes\": [\"268435456\", \"268435456 mask_width=31\"]";
   ASSERT_NE(text.find(sizes), std::string::npos) << text;
   text.replace(text.find(sizes), sizes.size(),
@@ -631,9 +625,10 @@ TEST(Gpu, MainJobMeasuresWhatAFamilyAsksAtADefaultSize) {
   const std::string cmd = "TILETUNE_TEMPLATES='" + templates.string() + "' '" + bin.string() +
                           "' sweep --min-reps 2 --max-reps 3 --rep-budget-ms 5 --db '" +
                           (dir.path / "m.db").string() + "' >'" + log + "' 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(log);
-  EXPECT_NE(read_text(log).find("conv1d_tiled at 268435456 asks for a budget of 5"), std::string::npos)
-      << read_text(log);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << tiletune::test::read_bytes(log);
+  EXPECT_NE(tiletune::test::read_bytes(log).find("conv1d_tiled at 268435456 asks for a budget of 5"),
+            std::string::npos)
+      << tiletune::test::read_bytes(log);
   Store store = Store::open(dir.path / "m.db", Store::Mode::read_only);
   std::size_t asked = 0, others = 0;
   for (const auto& sweep : store.sweeps("conv1d_tiled")) {

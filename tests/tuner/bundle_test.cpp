@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "../file_bytes.hpp"
 #include "../test_paths.hpp"
 #include "tiletune/device.hpp"
 #include "tiletune/plan.hpp"
@@ -34,11 +35,6 @@ ResultRecord ok_result(const Params& params, double median_ms) {
   r.metric = 1000.0 / median_ms;
   r.metric_unit = "GFLOP/s";
   return r;
-}
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // A database with gemm_tiled tuned on an H100 at two sizes (a slower default and a faster other
@@ -197,7 +193,7 @@ TEST(Bundle, ExportingAgainNeverDeletesAFileTheUserPutInTheFolder) {
           << what;
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
-    EXPECT_EQ(slurp(mine), "mine\n");
+    EXPECT_EQ(tiletune::test::read_bytes(mine), "mine\n");
     EXPECT_EQ(read_bundle(out).entries.size(), 2u);  // the old bundle is whole
     std::filesystem::remove(mine);
   }
@@ -224,7 +220,7 @@ TEST(Bundle, RefusesWhatIsNotOneInOneLine) {
   expect_one_line(
       [&] { write_bundle(Store::open(t.db, Store::Mode::read_only), t.families, other, "", "", cache); },
       "exists and is not a bundle");
-  EXPECT_EQ(slurp(other / "notes.txt"), "mine\n");
+  EXPECT_EQ(tiletune::test::read_bytes(other / "notes.txt"), "mine\n");
 
   expect_one_line([&] { read_bundle(t.dir.path / "nothing"); }, "no ");
   const auto bad = t.dir.path / "bad";
