@@ -41,6 +41,21 @@ void own_family_sweep(const TempDir& dir) {
   ASSERT_EQ(r.status, 0) << r.err;
 }
 
+// guided over a main job's chain of gemm_regtile, 2048^3 then 4096^3, with `extra` arguments: what the
+// command printed, and its curves where it succeeded.
+struct ChainRun {
+  CmdResult result;
+  nlohmann::json curves;
+};
+ChainRun chain_run(const TempDir& dir, const std::string& extra) {
+  const std::string args = "replay --chain --space " + space("gemm_regtile-2048-h100.csv") + " --space " +
+                           space("gemm_regtile-4096-h100.csv") + " --strategy guided --curves c.json " +
+                           extra;
+  ChainRun run{tiletune_cmd(args, dir), {}};
+  if (run.result.status == 0) run.curves = nlohmann::json::parse(read_bytes(dir.path / "c.json"));
+  return run;
+}
+
 }  // namespace
 
 TEST(ReplayCli, PrintsTheTableAndWritesTheCurves) {
@@ -80,39 +95,32 @@ TEST(ReplayCli, WholeBudgetRunsToTheBudgetAndCountsUnusedCompiles) {
 // each seed run to the main job's budget.
 TEST(ReplayCli, AChainReplaysEachSizeAfterTheOnesBefore) {
   TempDir dir;
-  const std::string args = "replay --chain --space " + space("gemm_regtile-2048-h100.csv") + " --space " +
-                           space("gemm_regtile-4096-h100.csv") +
-                           " --seeds 2 --strategy guided --budget 30 --curves c.json";
-  const CmdResult r = tiletune_cmd(args, dir);
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("chain of gemm_regtile: 2048x2048x2048", 0), 0u) << r.out;
-  const auto at_2048 = r.out.find("gemm_regtile 2048x2048x2048"),
-             at_4096 = r.out.find("gemm_regtile 4096x4096x4096");
-  ASSERT_NE(at_4096, std::string::npos) << r.out;
-  EXPECT_LT(at_2048, at_4096) << r.out;
-  EXPECT_NE(r.out.find("s whole"), std::string::npos) << "a main job measures its whole budget: " << r.out;
-  const auto curves = nlohmann::json::parse(read_bytes(dir.path / "c.json"));
-  ASSERT_EQ(curves["spaces"].size(), 2u);
-  for (const auto& space : curves["spaces"])
-    for (const auto& run : space["strategies"]["guided"]) EXPECT_EQ(run["curve"].size(), 30u);
+  const ChainRun run = chain_run(dir, "--seeds 2 --budget 30");
+  ASSERT_EQ(run.result.status, 0) << run.result.err;
+  const std::string& out = run.result.out;
+  EXPECT_EQ(out.rfind("chain of gemm_regtile: 2048x2048x2048", 0), 0u) << out;
+  const auto at_2048 = out.find("gemm_regtile 2048x2048x2048"),
+             at_4096 = out.find("gemm_regtile 4096x4096x4096");
+  ASSERT_NE(at_4096, std::string::npos) << out;
+  EXPECT_LT(at_2048, at_4096) << out;
+  EXPECT_NE(out.find("s whole"), std::string::npos) << "a main job measures its whole budget: " << out;
+  ASSERT_EQ(run.curves["spaces"].size(), 2u);
+  for (const auto& space : run.curves["spaces"])
+    for (const auto& seed : space["strategies"]["guided"]) EXPECT_EQ(seed["curve"].size(), 30u);
 }
 
 // Without --budget a chain measures what a main job would: 130 at each size, or what the family's
 // default_budgets ask at one of its default sizes (gemm_regtile asks 260 at 4096^3).
 TEST(ReplayCli, AChainWithoutABudgetGivesEachSizeWhatItsFamilyAsks) {
   TempDir dir;
-  const std::string args = "replay --chain --space " + space("gemm_regtile-2048-h100.csv") + " --space " +
-                           space("gemm_regtile-4096-h100.csv") +
-                           " --seeds 1 --strategy guided --curves c.json";
-  const CmdResult r = tiletune_cmd(args, dir);
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("4096x4096x4096 NVIDIA H100 80GB HBM3 (budget 260, as its family asks)"),
+  const ChainRun run = chain_run(dir, "--seeds 1");
+  ASSERT_EQ(run.result.status, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("4096x4096x4096 NVIDIA H100 80GB HBM3 (budget 260, as its family asks)"),
             std::string::npos)
-      << r.out;
-  const auto curves = nlohmann::json::parse(read_bytes(dir.path / "c.json"));
-  ASSERT_EQ(curves["spaces"].size(), 2u);
-  EXPECT_EQ(curves["spaces"][0]["strategies"]["guided"][0]["curve"].size(), 130u);
-  EXPECT_EQ(curves["spaces"][1]["strategies"]["guided"][0]["curve"].size(), 260u);
+      << run.result.out;
+  ASSERT_EQ(run.curves["spaces"].size(), 2u);
+  EXPECT_EQ(run.curves["spaces"][0]["strategies"]["guided"][0]["curve"].size(), 130u);
+  EXPECT_EQ(run.curves["spaces"][1]["strategies"]["guided"][0]["curve"].size(), 260u);
 }
 
 TEST(ReplayCli, BadInputGivesOneLine) {
@@ -152,5 +160,6 @@ TEST(ReplayCli, WriteSpaceTakesPlanFeaturesOfAFamilyUnderTemplates) {
   EXPECT_EQ(r.err, "");
   const std::string planned = read_bytes(dir.path / "planned.csv");
   EXPECT_NE(planned.find(",threads,log2_blocks,"), std::string::npos) << planned;
-  EXPECT_EQ(lines(planned), 3 + 3) << planned;  // two comment lines, the header, the three configurations
+  EXPECT_NE(planned.find("\n# problem: 1000x1000x1000\n"), std::string::npos) << planned;
+  EXPECT_EQ(lines(planned), 4 + 3) << planned;  // three comment lines, the header, the three configurations
 }

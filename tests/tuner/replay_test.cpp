@@ -224,6 +224,7 @@ TEST(Replay, ASpaceFileReadsBackAsWritten) {
   ReplaySpace s;
   s.name = "made up 64";
   s.family = "made_up";
+  s.problem = ProblemKey{{64, 32}, {{"mask_width", 5}}};  // on a line of its own: the name holds none
   s.plan_names = {"threads", "waves"};
   for (std::int64_t a = 1; a <= 3; ++a) {
     ReplayPoint p;
@@ -243,6 +244,7 @@ TEST(Replay, ASpaceFileReadsBackAsWritten) {
   const ReplaySpace back = read_replay_space(dir.path / "s.csv");
   EXPECT_EQ(back.name, s.name);
   EXPECT_EQ(back.family, s.family);
+  EXPECT_EQ(back.problem, s.problem);
   EXPECT_EQ(back.plan_names, s.plan_names);
   ASSERT_EQ(back.points.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -254,8 +256,8 @@ TEST(Replay, ASpaceFileReadsBackAsWritten) {
   }
 }
 
-// A space file's first line names its problem after its family (with its args where it has some); a name
-// that holds none leaves the problem unknown.
+// A space file without a problem line (one written before it came) takes its problem from its first line,
+// after its family (with its args where it has some); a name that holds none leaves the problem unknown.
 TEST(Replay, ASpaceFileKnowsTheProblemItsNameHolds) {
   test::TempDir dir;
   const auto read_named = [&](const std::string& name) {
@@ -287,6 +289,8 @@ TEST(Replay, AMalformedSpaceFileIsRefusedInOneLineNamingWhere) {
       {head + "1.5,ok,0.5,10,2\n", "line 4, field A: a parameter value must be an integer"},
       {head + "1,failed,0,10,2\n", "holds no ok configuration"},
       {"# tiletune replay space: x\n# family: f\nA,median_ms\n", "line 3: the header must name"},
+      {"# tiletune replay space: x\n# family: f\n# problem: big\n", "line 3, field problem"},
+      {"# tiletune replay space: x\n# family: f\n# problem: 64\n", "line 3: the header line is missing"},
   };
   for (const auto& [text, says] : cases) {
     {

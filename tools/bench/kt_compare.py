@@ -112,17 +112,19 @@ def export_sweep(tiletune, db, sweep_id, workdir):
 
 def read_space_file(path):
     """A replay space file as `tiletune replay --write-space` writes it: its name ('FAMILY SIZE [ARGS]
-    DEVICE'), its family, and per runnable configuration (parameters, outcome, median ms, compile ms, measure
-    ms, and the plan features that follow by name, NaN where unknown)."""
+    DEVICE'), its family (then, where the file has it, its problem on a line of its own), and per runnable
+    configuration (parameters, outcome, median ms, compile ms, measure ms, and the plan features that follow
+    by name, NaN where unknown)."""
     with open(path) as f:
         lines = [line.rstrip("\r") for line in f.read().split("\n") if line.strip()]
     magic, family = "# tiletune replay space: ", "# family: "
-    if len(lines) < 4 or not lines[0].startswith(magic) or not lines[1].startswith(family):
+    top = 3 if len(lines) > 2 and lines[2].startswith("# problem: ") else 2  # the problem line is optional
+    if len(lines) < top + 2 or not lines[0].startswith(magic) or not lines[1].startswith(family):
         raise ValueError("%s: not a tiletune replay space file, or one without configurations" % path)
-    header = lines[2].split(",")
+    header = lines[top].split(",")
     at = header.index("outcome") if "outcome" in header else 0  # the parameters come before it
     rows = []
-    for n, line in enumerate(lines[3:], start=4):
+    for n, line in enumerate(lines[top + 1 :], start=top + 2):
         fields = line.split(",")
         try:
             if not at or len(fields) != len(header) or fields[at] not in ("ok", "failed", "compile_failed"):

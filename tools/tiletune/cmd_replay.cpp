@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "cli.hpp"
 #include "tiletune/device.hpp"
@@ -32,13 +33,32 @@ struct ReplayArgs {
   std::vector<std::size_t> chain_budgets;  // per space: its family's default_budgets (0: options.budget)
 };
 
-// The plan features of a stored sweep's points, from its family (built in or under --templates) and the
-// device's profile; a note on stderr says why where they cannot be had (an unknown family, a device without
-// a profile).
-void try_plan_features(ReplaySpace& space, const SweepInfo& info, const std::vector<std::string>& templates) {
+// The families replay asks (built in and under --templates), loaded once: for a stored sweep's plan
+// features and a chain's budgets. `error` says why there are none.
+struct KnownFamilies {
+  std::vector<KernelFamily> list;
+  std::string error;
+  const KernelFamily* find(const std::string& name) const {
+    const auto it =
+        std::find_if(list.begin(), list.end(), [&](const KernelFamily& f) { return f.name == name; });
+    return it == list.end() ? nullptr : &*it;
+  }
+};
+
+KnownFamilies known_families(const std::vector<std::string>& templates) {
   try {
-    const auto known = families(templates);
-    const KernelFamily& family = find_family(known, info.family);
+    return {families(templates), ""};
+  } catch (const std::exception& e) {
+    return {{}, e.what()};
+  }
+}
+
+// The plan features of a stored sweep's points, from its family and the device's profile; a note on stderr
+// says why where they cannot be had (an unknown family, a device without a profile).
+void try_plan_features(ReplaySpace& space, const SweepInfo& info, const KnownFamilies& known) {
+  try {
+    if (!known.error.empty()) throw std::runtime_error(known.error);
+    const KernelFamily& family = find_family(known.list, info.family);
     for (const auto& name : profile_names()) {
       const DeviceLimits device = load_profile(name);
       if (device.name != info.device.name) continue;
@@ -52,7 +72,7 @@ void try_plan_features(ReplaySpace& space, const SweepInfo& info, const std::vec
   }
 }
 
-std::vector<ReplaySpace> load_spaces(const ReplayArgs& a) {
+std::vector<ReplaySpace> load_spaces(const ReplayArgs& a, const KnownFamilies& known) {
   std::vector<ReplaySpace> spaces;
   try {
     for (const auto& file : a.space_files) spaces.push_back(read_replay_space(file));
@@ -60,7 +80,7 @@ std::vector<ReplaySpace> load_spaces(const ReplayArgs& a) {
     const Store store = Store::open(a.db, Store::Mode::read_only);
     for (std::int64_t id : a.sweeps) {
       spaces.push_back(replay_space_from_store(store, id));
-      try_plan_features(spaces.back(), *store.sweep(id), a.templates);
+      try_plan_features(spaces.back(), *store.sweep(id), known);
     }
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("replay: ") + e.what());
@@ -130,28 +150,19 @@ std::string chain_line(const std::vector<ReplaySpace>& spaces, const std::vector
   return line.str();
 }
 
-// A main job's budget at each space, where the family (built in or under --templates) asks in its
-// default_budgets for other than kMainJobBudget at the space's problem; 0 elsewhere.
-std::vector<std::size_t> family_budgets(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
-  std::vector<std::size_t> budgets(spaces.size(), 0);
+// A main job's budget at each space (see family_budgets), where the family is known (built in or under
+// --templates); the main job's budget (0) everywhere where it is not.
+std::vector<std::size_t> chain_budgets(const KnownFamilies& known, const std::vector<ReplaySpace>& spaces) {
+  const KernelFamily* family = known.find(spaces.front().family);
   try {
-    const std::vector<KernelFamily> known = families(a.templates);
-    const auto it = std::find_if(known.begin(), known.end(),
-                                 [&](const KernelFamily& f) { return f.name == spaces.front().family; });
-    if (it == known.end()) return budgets;
-    for (const auto& [size, budget] : it->default_budgets) {
-      const ProblemKey problem = default_problem(*it, size);
-      for (std::size_t k = 0; k < spaces.size(); ++k)
-        if (spaces[k].problem == problem) budgets[k] = budget;
-    }
-  } catch (const std::exception&) {
-    return std::vector<std::size_t>(spaces.size(), 0);  // no family to ask: the main job's budget everywhere
+    if (family) return family_budgets(*family, spaces);
+  } catch (const std::exception&) {  // a size that is not the family's: the main job's budget
   }
-  return budgets;
+  return std::vector<std::size_t>(spaces.size(), 0);
 }
 
 // --chain: at least two spaces, of one family; a main job's budget unless one is given, measured whole.
-void check_chain(ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
+void check_chain(ReplayArgs& a, const std::vector<ReplaySpace>& spaces, const KnownFamilies& known) {
   if (spaces.size() < 2)
     throw UsageError("replay: --chain needs at least two spaces, got " + std::to_string(spaces.size()));
   try {
@@ -161,7 +172,7 @@ void check_chain(ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
   }
   if (a.options.budget == 0) {
     a.options.budget = kMainJobBudget;
-    a.chain_budgets = family_budgets(a, spaces);
+    a.chain_budgets = chain_budgets(known, spaces);
   }
   a.options.stop_within = -1;
 }
@@ -284,7 +295,8 @@ int cmd_replay(const std::vector<std::string>& argv) {
   if (!a.curves.empty()) check_output_path(a.curves, "--curves", a.db);
   if (!a.write_space.empty()) check_output_path(a.write_space, "--write-space", a.db);
   if (a.strategies.empty()) a.strategies = strategy_names();
-  const std::vector<ReplaySpace> spaces = load_spaces(a);
+  const KnownFamilies known = known_families(a.templates);
+  const std::vector<ReplaySpace> spaces = load_spaces(a, known);
   try {
     for (const auto& file : a.transfer_files)
       a.options.transfer.push_back(prior_sweep_of(read_replay_space(file)));
@@ -295,7 +307,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
     write_space(a, spaces);
     return 0;
   }
-  if (a.chain) check_chain(a, spaces);
+  if (a.chain) check_chain(a, spaces, known);
   replay_all(a, spaces);
   return 0;
 }

@@ -52,4 +52,14 @@ std::vector<ReplayRun> replay_chain(const std::vector<ReplaySpace>& spaces, cons
   return runs;
 }
 
+std::vector<std::size_t> family_budgets(const KernelFamily& family, const std::vector<ReplaySpace>& spaces) {
+  std::vector<std::size_t> budgets(spaces.size(), 0);
+  for (const auto& [size, budget] : family.default_budgets) {
+    const ProblemKey problem = default_problem(family, size);
+    for (std::size_t k = 0; k < spaces.size(); ++k)
+      if (spaces[k].family == family.name && spaces[k].problem == problem) budgets[k] = budget;
+  }
+  return budgets;
+}
+
 }  // namespace tiletune

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 
 #include "tiletune/replay.hpp"
 
@@ -14,6 +15,7 @@ namespace {
 
 constexpr const char* kMagic = "# tiletune replay space: ";
 constexpr const char* kFamily = "# family: ";
+constexpr const char* kProblem = "# problem: ";  // optional: a file written before it came names it only
 const std::vector<std::string> kColumns = {"outcome", "median_ms", "compile_ms", "measure_ms"};
 
 std::vector<std::string> split(const std::string& line) {
@@ -24,8 +26,9 @@ std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
-// The problem a space's name holds after its family ("gemm_regtile 4096x4096x4096 NVIDIA H100 ...", or with
-// args "conv2d_tiled 8192x8192 boundary=0,mask_width=15 ..."); nullopt where it holds none.
+// The problem a space's name holds after its family, for a file without a problem line ("gemm_regtile
+// 4096x4096x4096 NVIDIA H100 ...", or with args "conv2d_tiled 8192x8192 boundary=0,mask_width=15 ...");
+// nullopt where it holds none.
 std::optional<ProblemKey> problem_in_name(const std::string& name, const std::string& family) {
   if (name.rfind(family + " ", 0) != 0) return std::nullopt;
   std::istringstream words(name.substr(family.size() + 1));
@@ -49,7 +52,13 @@ class SpaceReader {
     ReplaySpace s;
     s.name = after(kMagic, "the first line must start with '# tiletune replay space: '");
     s.family = after(kFamily, "the second line must start with '# family: '");
-    s.problem = problem_in_name(s.name, s.family);
+    if (!next_line()) fail("the header line is missing");
+    if (line_.rfind(kProblem, 0) == 0) {
+      s.problem = problem(line_.substr(std::char_traits<char>::length(kProblem)));
+      if (!next_line()) fail("the header line is missing");
+    } else {
+      s.problem = problem_in_name(s.name, s.family);
+    }
     header(s);
     while (next_line())
       if (!line_.empty()) s.points.push_back(row(split(line_)));
@@ -73,8 +82,15 @@ class SpaceReader {
     if (!next_line() || line_.rfind(prefix, 0) != 0) fail(what);
     return line_.substr(prefix.size());
   }
+  ProblemKey problem(const std::string& text) const {
+    try {
+      return parse_problem_text(text);
+    } catch (const std::invalid_argument& e) {
+      fail(e.what(), "problem");
+    }
+  }
+  // The header, in line_.
   void header(ReplaySpace& s) {
-    if (!next_line()) fail("the header line is missing");
     names_ = split(line_);
     const auto at = std::find(names_.begin(), names_.end(), kColumns.front());
     if (at == names_.end() || static_cast<std::size_t>(names_.end() - at) < kColumns.size())
@@ -128,6 +144,7 @@ class SpaceReader {
 
 void write_replay_space(const ReplaySpace& space, std::ostream& out) {
   out << kMagic << space.name << "\n" << kFamily << space.family << "\n";
+  if (space.problem) out << kProblem << space.problem->text() << "\n";
   const auto& first = space.points.front().params;
   for (const auto& [name, v] : first) out << name << ",";
   out << "outcome,median_ms,compile_ms,measure_ms";

@@ -124,6 +124,11 @@ ReplayRun replay(const ReplaySpace& space, const KernelFamily& family, const std
 std::vector<ReplayRun> replay_chain(const std::vector<ReplaySpace>& spaces, const std::string& name,
                                     std::uint64_t seed, const ReplayOptions& options,
                                     const std::vector<std::size_t>& budgets = {});
+// The budgets a main job gives `family` at each space (for replay_chain): what the family's default_budgets
+// ask at the space's problem, 0 (the main job's budget) elsewhere and at a space of another family. Throws
+// as default_problem does where a size in default_budgets is not one of the family's (a family that
+// load_families gave has none such).
+std::vector<std::size_t> family_budgets(const KernelFamily& family, const std::vector<ReplaySpace>& spaces);
 
 // Throws std::invalid_argument, one line naming the odd one, unless every space is of one family.
 void check_one_family(const std::vector<ReplaySpace>& spaces);
