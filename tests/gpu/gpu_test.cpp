@@ -625,10 +625,10 @@ TEST(Gpu, MainJobMeasuresWhatAFamilyAsksAtADefaultSize) {
   const std::string cmd = "TILETUNE_TEMPLATES='" + templates.string() + "' '" + bin.string() +
                           "' sweep --min-reps 2 --max-reps 3 --rep-budget-ms 5 --db '" +
                           (dir.path / "m.db").string() + "' >'" + log + "' 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << tiletune::test::read_bytes(log);
-  EXPECT_NE(tiletune::test::read_bytes(log).find("conv1d_tiled at 268435456 asks for a budget of 5"),
-            std::string::npos)
-      << tiletune::test::read_bytes(log);
+  const int rc = std::system(cmd.c_str());
+  const std::string printed = tiletune::test::read_bytes(log);
+  ASSERT_EQ(rc, 0) << printed;
+  EXPECT_NE(printed.find("conv1d_tiled at 268435456 asks for a budget of 5"), std::string::npos) << printed;
   Store store = Store::open(dir.path / "m.db", Store::Mode::read_only);
   std::size_t asked = 0, others = 0;
   for (const auto& sweep : store.sweeps("conv1d_tiled")) {

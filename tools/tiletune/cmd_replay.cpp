@@ -38,11 +38,6 @@ struct ReplayArgs {
 struct KnownFamilies {
   std::vector<KernelFamily> list;
   std::string error;
-  const KernelFamily* find(const std::string& name) const {
-    const auto it =
-        std::find_if(list.begin(), list.end(), [&](const KernelFamily& f) { return f.name == name; });
-    return it == list.end() ? nullptr : &*it;
-  }
 };
 
 KnownFamilies known_families(const std::vector<std::string>& templates) {
@@ -153,10 +148,9 @@ std::string chain_line(const std::vector<ReplaySpace>& spaces, const std::vector
 // A main job's budget at each space (see family_budgets), where the family is known (built in or under
 // --templates); the main job's budget (0) everywhere where it is not.
 std::vector<std::size_t> chain_budgets(const KnownFamilies& known, const std::vector<ReplaySpace>& spaces) {
-  const KernelFamily* family = known.find(spaces.front().family);
   try {
-    if (family) return family_budgets(*family, spaces);
-  } catch (const std::exception&) {  // a size that is not the family's: the main job's budget
+    return family_budgets(find_family(known.list, spaces.front().family), spaces);
+  } catch (const std::exception&) {  // an unknown family, or a size that is not its: the main job's budget
   }
   return std::vector<std::size_t>(spaces.size(), 0);
 }

@@ -52,10 +52,10 @@ class SpaceReader {
     ReplaySpace s;
     s.name = after(kMagic, "the first line must start with '# tiletune replay space: '");
     s.family = after(kFamily, "the second line must start with '# family: '");
-    if (!next_line()) fail("the header line is missing");
+    next_header_line();
     if (line_.rfind(kProblem, 0) == 0) {
       s.problem = problem(line_.substr(std::char_traits<char>::length(kProblem)));
-      if (!next_line()) fail("the header line is missing");
+      next_header_line();
     } else {
       s.problem = problem_in_name(s.name, s.family);
     }
@@ -77,6 +77,9 @@ class SpaceReader {
     ++line_no_;
     if (!line_.empty() && line_.back() == '\r') line_.pop_back();
     return true;
+  }
+  void next_header_line() {
+    if (!next_line()) fail("the header line is missing");
   }
   std::string after(const std::string& prefix, const std::string& what) {
     if (!next_line() || line_.rfind(prefix, 0) != 0) fail(what);
