@@ -317,7 +317,9 @@ TEST(Transfer, AfterAMisfitMeasuresThePriorsFastestWithEachValueItsFavouritesLac
 
 // The grids come from the space files' plan features: 4096^3 found from 1000^3 alone within a few
 // measurements, where the unscaled order (1000^3 splits K, 4096^3 does not) misleads the start; and 2048^3
-// from 1000^3 and 4096^3, whose scaled times speak as one. Median over 20 seeds.
+// from 1000^3 and 4096^3, whose scaled times speak as one. Median over 20 seeds. 2048^3 took 8 evaluations
+// with the two sizes weighed alike and takes 23 with each weighed by its fit (see GuidedOptions::members),
+// which 2000^3 on an H200 needs (WeightedConsensus.ASizeBetweenTwoUnequalPredictorsIsFound...).
 TEST(Transfer, TimesScaledToTheNewGridFindAGemmSizeWithinAFewMeasurements) {
   const ReplaySpace small = regtile("1000"), mid = regtile("2048"), large = regtile("4096");
   const GridWaves waves = grid_waves_of(large);
@@ -338,7 +340,7 @@ TEST(Transfer, TimesScaledToTheNewGridFindAGemmSizeWithinAFewMeasurements) {
   two.transfer = {prior_sweep_of(small), prior_sweep_of(large)};
   const ReplayStat consensus = replay_stat(evaluations_to_1pct(mid, two));
   std::cout << "2048^3 from 1000^3 and 4096^3: " << consensus.median << "\n";
-  EXPECT_LE(consensus.median, 10);
+  EXPECT_LE(consensus.median, 30);
 }
 
 // The consensus of scaled sweeps is one prior, after a sweep that needs no scaling (here one without grids):
@@ -351,7 +353,9 @@ TEST(Transfer, ScaledSweepsSpeakAsOneBesideThoseWithoutGrids) {
   bare.grids.clear();
   const Transfer t =
       transfer_from({prior_sweep_of(small), prior_sweep_of(large), bare}, params, 3, grid_waves_of(mid));
-  ASSERT_EQ(t.ranks.size(), 2u);
+  ASSERT_EQ(t.ranks.size(), 4u);  // the bare sweep, the consensus, and the consensus's two members
+  EXPECT_EQ(t.consensus, 1u);
+  EXPECT_EQ(t.members, (std::vector<std::size_t>{2, 3}));
   EXPECT_NE(
       t.line.find("the one that agrees best with what is measured (times scaled to this problem's waves of "
                   "blocks, their consensus)"),
@@ -385,9 +389,12 @@ TEST(Transfer, ScaledSweepsSpeakAsOneBesideThoseWithoutGrids) {
   EXPECT_EQ(t.first[1], best);
   EXPECT_EQ(t.ranks[1][best], 0.0f);
   // Their times, as logs: the bare sweep's own, the consensus's mean log over each one's fastest.
-  ASSERT_EQ(t.log_times.size(), 2u);
+  ASSERT_EQ(t.log_times.size(), 4u);
   EXPECT_NEAR(t.log_times[0][t.first[0]], std::log(*small.best_ms()), 1e-5);
   EXPECT_NEAR(t.log_times[1][best], least, 1e-5);
+  // Each member's own, over its fastest: their mean is the consensus's.
+  EXPECT_NEAR(t.log_times[2][best], log_a[best] - fastest_a, 1e-5);
+  EXPECT_NEAR(t.log_times[3][best], log_b[best] - fastest_b, 1e-5);
 }
 
 namespace {
@@ -707,7 +714,8 @@ TEST(Transfer, OnePartialSweepOfAnotherSizeGivesOnlyItsFastest) {
   EXPECT_NE(one.line.find("3 fastest first, then a search of its own"), std::string::npos) << one.line;
   const Transfer two =
       transfer_from({partial(small, 100, 30, 1), partial(large, 100, 30, 2)}, params, 3, grid_waves_of(mid));
-  EXPECT_EQ(two.ranks.size(), 1u);
+  EXPECT_EQ(two.ranks.size(), 3u);  // the consensus and its two members
+  EXPECT_EQ(two.consensus, 0u);
   const Transfer whole = transfer_from({prior_sweep_of(small)}, params, 3, grid_waves_of(mid));
   EXPECT_EQ(whole.ranks.size(), 1u) << "a whole sweep still gives its order";
   // Beside a sweep without grids, whose order is followed, the line claims no scaled order.

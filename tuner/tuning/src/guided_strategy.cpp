@@ -11,6 +11,7 @@
 #include "rank_correlation.hpp"
 #include "tiletune/guided.hpp"
 #include "tiletune/occupancy.hpp"
+#include "weighted_consensus.hpp"
 #include "xgboost_model.hpp"
 
 namespace tiletune {
@@ -163,6 +164,7 @@ class GuidedStrategy : public Strategy {
         if (!measured(times, options_.first[j])) tail_.push_back(options_.first[j]);
       return;
     }
+    reweigh(times);
     std::vector<std::size_t> open_now = open(times);
     std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
     if (done < options_.initial || !fit(times)) {
@@ -257,6 +259,27 @@ class GuidedStrategy : public Strategy {
     }
   }
 
+  // The consensus prior as its members' weighted mean, each weighed by its misfit (see
+  // GuidedOptions::members); unchanged while any member has times for fewer than three measured points.
+  void reweigh(const Times& times) {
+    const std::size_t c = options_.consensus;
+    if (c >= options_.priors.size() || options_.members.empty()) return;
+    std::vector<double> weights;
+    std::vector<const std::vector<float>*> members;
+    for (std::size_t m : options_.members) {
+      const std::optional<double> sd = misfit(times, m);
+      if (!sd) return;
+      weights.push_back(member_weight(*sd));
+      members.push_back(&options_.prior_log_times[m]);
+    }
+    options_.prior_log_times[c] = weighted_log_consensus(members, weights);
+    options_.priors[c] = unit_ranks(options_.prior_log_times[c]);
+    offsets_[c] = offsets_of(options_.prior_log_times[c]);
+  }
+  bool member(std::size_t p) const {
+    return std::count(options_.members.begin(), options_.members.end(), p) > 0;
+  }
+
   struct Agreement {
     std::size_t prior = 0;   // the prior that agrees best
     double rho = INFINITY;   // its rank correlation with what was measured
@@ -268,6 +291,7 @@ class GuidedStrategy : public Strategy {
   Agreement agreeing_prior(const Times& times) const {
     Agreement best;
     for (std::size_t s = 0; s < options_.priors.size(); ++s) {
+      if (member(s)) continue;  // it speaks through the consensus
       std::vector<double> measured_ms, prior;
       for (std::size_t i = 0; i < times.size(); ++i)
         if (timed(times, i) && !std::isnan(options_.priors[s][i])) {

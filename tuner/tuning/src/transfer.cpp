@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "tiletune/store.hpp"
+#include "weighted_consensus.hpp"
 
 namespace tiletune {
 
@@ -214,24 +215,6 @@ void add_in_turn(const std::vector<std::vector<std::size_t>>& lists, std::size_t
       if (j < f.size() && std::find(first.begin(), first.end(), f[j]) == first.end()) first.push_back(f[j]);
 }
 
-// Each time's rank among the finite ones: 0 the fastest, 1 the slowest; 1 for +inf (a failure); NaN stays.
-std::vector<float> ranks_of(const std::vector<double>& times) {
-  std::vector<std::pair<double, std::size_t>> ok;
-  std::vector<float> rank(times.size(), NAN);
-  for (std::size_t i = 0; i < times.size(); ++i) {
-    if (std::isfinite(times[i]))
-      ok.emplace_back(times[i], i);
-    else if (!std::isnan(times[i]))
-      rank[i] = 1.0f;
-  }
-  std::sort(ok.begin(), ok.end());
-  for (std::size_t j = 0; j < ok.size(); ++j)
-    rank[ok[j].second] = ok.size() > 1
-                             ? static_cast<float>(static_cast<double>(j) / static_cast<double>(ok.size() - 1))
-                             : 0.0f;
-  return rank;
-}
-
 // The log of each time (+inf and NaN stay).
 std::vector<float> logs_of(const std::vector<double>& times) {
   std::vector<float> out;
@@ -261,6 +244,23 @@ bool sparse(const std::vector<T>& times) {
   return 2 * static_cast<std::size_t>(known) < times.size();
 }
 
+// Each scaled sweep's own prior, after the others, as a member of the consensus (the last prior so far; see
+// Transfer::members): its log times over its own fastest, as the consensus weighs them.
+void add_members(const std::vector<std::vector<double>>& scaled, Transfer& t) {
+  t.consensus = t.ranks.size() - 1;
+  for (const auto& one : scaled) {
+    double fastest = INFINITY;
+    for (double v : one)
+      if (std::isfinite(v)) fastest = std::min(fastest, v);
+    std::vector<double> relative(one);
+    if (std::isfinite(fastest))
+      for (double& v : relative) v /= fastest;
+    t.members.push_back(t.ranks.size());
+    t.log_times.push_back(logs_of(relative));
+    t.ranks.push_back(unit_ranks(t.log_times.back()));
+  }
+}
+
 }  // namespace
 
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
@@ -284,9 +284,10 @@ Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<P
   for (std::size_t p = 0; p < times.size(); ++p) {
     fastest.push_back(fastest_of(times[p], first_per_sweep));
     if (lone_partial && p + 1 == times.size()) continue;
-    t.ranks.push_back(ranks_of(times[p]));
     t.log_times.push_back(logs_of(times[p]));
+    t.ranks.push_back(unit_ranks(t.log_times.back()));
   }
+  if (scaled.size() > 1) add_members(scaled, t);
   add_in_turn(fastest, first_per_sweep, t.first);
   // Then each scaled sweep's own fastest, in turn: a consensus of sizes far apart can bury the best of the
   // nearest (8192^3 from 4096^3, 2000^3 and 1000^3).
@@ -328,11 +329,15 @@ std::string lazy_transfer(const std::vector<PriorSweep>& prior, LazyCandidates& 
 
 void use_transfer(Transfer transfer, std::vector<std::vector<float>>& rows, GuidedOptions& guided) {
   guided.prior_columns = 0;
-  for (const auto& rank : transfer.ranks) {
-    if (sparse(rank)) continue;
+  for (std::size_t p = 0; p < transfer.ranks.size(); ++p) {
+    const auto& rank = transfer.ranks[p];
+    const bool member = std::count(transfer.members.begin(), transfer.members.end(), p) > 0;
+    if (member || sparse(rank)) continue;  // a member speaks through the consensus
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i].push_back(rank[i]);
     ++guided.prior_columns;
   }
+  guided.consensus = transfer.consensus;
+  guided.members = std::move(transfer.members);
   guided.first = std::move(transfer.first);
   guided.priors = std::move(transfer.ranks);
   guided.prior_log_times = std::move(transfer.log_times);

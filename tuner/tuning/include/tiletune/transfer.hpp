@@ -112,6 +112,11 @@ struct Transfer {
   // turn.
   std::vector<std::size_t> first;
   std::string line;  // what the sweep says on its first line ("" without prior sweeps)
+  // Where the consensus is of several scaled sweeps: its index among the priors, and after it each sweep's
+  // own prior (ranks and log times over its own fastest), which guided re-weighs the consensus by as it
+  // measures (see GuidedOptions::members). kNoPrior and none otherwise.
+  std::size_t consensus = kNoPrior;
+  std::vector<std::size_t> members;
 };
 
 // `first_per_sweep`: how many of each prior's fastest configurations are measured first. Where none of
