@@ -179,16 +179,23 @@ TimesHere times_here(const PriorSweep& sweep, const std::map<std::string, std::s
 // different candidates, and a smaller problem's times are all shorter: averaged as they are, what only the
 // smallest problem's sweep measured would come first. Each partial sweep holds its fastest, so those stand
 // level with each other.
+// A sweep's times over its own fastest (as they are where none ran: its failures stay +inf).
+std::vector<double> over_fastest(std::vector<double> times) {
+  double fastest = INFINITY;
+  for (double v : times)
+    if (std::isfinite(v)) fastest = std::min(fastest, v);
+  if (std::isfinite(fastest))
+    for (double& v : times) v /= fastest;
+  return times;
+}
+
 std::vector<double> consensus(const std::vector<std::vector<double>>& times) {
   const std::size_t n = times.front().size();
   std::vector<double> sum(n, 0.0), count(n, 0.0);
-  for (const auto& t : times) {
-    double fastest = INFINITY;
-    for (double v : t)
-      if (std::isfinite(v)) fastest = std::min(fastest, v);
-    if (!std::isfinite(fastest)) fastest = 1;  // none ran: its failures stay +inf
+  for (const auto& sweep : times) {
+    const std::vector<double> t = over_fastest(sweep);
     for (std::size_t i = 0; i < n; ++i)
-      if (!std::isnan(t[i])) sum[i] += std::log(t[i] / fastest), ++count[i];
+      if (!std::isnan(t[i])) sum[i] += std::log(t[i]), ++count[i];
   }
   std::vector<double> out(n, NAN);
   for (std::size_t i = 0; i < n; ++i)
@@ -249,14 +256,8 @@ bool sparse(const std::vector<T>& times) {
 void add_members(const std::vector<std::vector<double>>& scaled, Transfer& t) {
   t.consensus = t.ranks.size() - 1;
   for (const auto& one : scaled) {
-    double fastest = INFINITY;
-    for (double v : one)
-      if (std::isfinite(v)) fastest = std::min(fastest, v);
-    std::vector<double> relative(one);
-    if (std::isfinite(fastest))
-      for (double& v : relative) v /= fastest;
     t.members.push_back(t.ranks.size());
-    t.log_times.push_back(logs_of(relative));
+    t.log_times.push_back(logs_of(over_fastest(one)));
     t.ranks.push_back(unit_ranks(t.log_times.back()));
   }
 }
