@@ -12,9 +12,11 @@
 
 #include "../test_paths.hpp"
 #include "gaussian_process.hpp"
+#include "replay_support.hpp"
 #include "tiletune/replay.hpp"
 
 using namespace tiletune;
+using tiletune::test::evaluations_to;
 
 namespace {
 
@@ -37,18 +39,6 @@ ReplaySpace tiles() {
           s.points.push_back(p);
         }
   return s;
-}
-
-// Evaluations until within `fraction` of the best, for each of `seeds` seeds.
-std::vector<double> evaluations_to(const ReplaySpace& s, const std::string& name, double fraction, int seeds,
-                                   const ReplayOptions& o = {}) {
-  const KernelFamily f = replay_family(s);
-  std::vector<double> out;
-  for (int seed = 1; seed <= seeds; ++seed) {
-    const auto step = replay(s, f, name, static_cast<std::uint64_t>(seed), o).reached(*s.best_ms(), fraction);
-    out.push_back(step ? static_cast<double>(step->evaluations) : INFINITY);
-  }
-  return out;
 }
 
 }  // namespace

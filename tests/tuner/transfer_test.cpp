@@ -14,6 +14,7 @@
 #include <set>
 
 #include "../test_paths.hpp"
+#include "replay_support.hpp"
 #include "tiletune/guided.hpp"
 #include "tiletune/replay.hpp"
 #include "tiletune/store.hpp"
@@ -24,9 +25,7 @@ using namespace tiletune;
 namespace {
 
 // A `gemm_regtile` reference space of bench/spaces at `size` ("1000", "2048", "4096", ...).
-ReplaySpace regtile(const std::string& size) {
-  return read_replay_space(test::spaces_dir() / ("gemm_regtile-" + size + "-h100.csv"));
-}
+ReplaySpace regtile(const std::string& size) { return test::regtile_space(size); }
 
 // One problem size of a made-up tiled kernel: the best tile shape moves with the size (`shift`), as it does
 // for a GEMM; a corner of the space fails.
@@ -52,12 +51,7 @@ ReplaySpace sized(int shift, const std::string& name) {
 }
 
 std::vector<double> evaluations_to_1pct(const ReplaySpace& s, const ReplayOptions& o) {
-  std::vector<double> out;
-  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    const auto step = replay(s, replay_family(s), "guided", seed, o).reached(*s.best_ms(), 0.01);
-    out.push_back(step ? static_cast<double>(step->evaluations) : INFINITY);
-  }
-  return out;
+  return test::evaluations_to(s, "guided", 0.01, 20, o);
 }
 
 SweepSpec spec_of(const std::vector<std::int64_t>& dims, const std::string& family = "tiles") {
@@ -752,9 +746,7 @@ TEST(Transfer, AMainJobsSecondSizeSearchesOnItsOwnAfterTheFirstsFastest) {
 // with the main job's 130 at 2000^3, 2000^3 on 29. Over the seeds here, 1 to 10: on all 10 at each size.
 TEST(Transfer, AMainJobsChainOnAnH200ReachesEachSizeWithTheBudgetsItsFamilyAsks) {
   std::vector<ReplaySpace> chain;
-  for (const char* size : {"1000", "2000", "4096"})
-    chain.push_back(read_replay_space(test::spaces_dir() / "devices" /
-                                      ("gemm_regtile-" + std::string(size) + "-h200.csv")));
+  for (const char* size : {"1000", "2000", "4096"}) chain.push_back(test::regtile_space(size, "h200"));
   const auto families = load_families({test::templates_dir()});
   const KernelFamily& family = find_family(families, "gemm_regtile");
   const std::vector<std::size_t> budgets = family_budgets(family, chain);

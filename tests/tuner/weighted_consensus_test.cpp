@@ -4,12 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdint>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "../test_paths.hpp"
+#include "replay_support.hpp"
 #include "tiletune/guided.hpp"
 #include "tiletune/replay.hpp"
 #include "tiletune/transfer.hpp"
@@ -19,9 +18,7 @@ using namespace tiletune;
 namespace {
 
 // The H200's gemm_regtile reference space at `size` (bench/spaces/devices).
-ReplaySpace h200_regtile(const std::string& size) {
-  return read_replay_space(test::spaces_dir() / "devices" / ("gemm_regtile-" + size + "-h200.csv"));
-}
+ReplaySpace h200_regtile(const std::string& size) { return test::regtile_space(size, "h200"); }
 
 }  // namespace
 
@@ -80,13 +77,7 @@ TEST(WeightedConsensus, ASizeBetweenTwoUnequalPredictorsIsFoundWithinThirtyMeasu
   const ReplaySpace target = h200_regtile("2000");
   ReplayOptions o;
   o.transfer = {prior_sweep_of(h200_regtile("1000")), prior_sweep_of(h200_regtile("4096"))};
-  std::vector<double> evaluations;
-  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    const auto step =
-        replay(target, replay_family(target), "guided", seed, o).reached(*target.best_ms(), 0.01);
-    evaluations.push_back(step ? static_cast<double>(step->evaluations) : INFINITY);
-  }
-  const ReplayStat stat = replay_stat(evaluations);
+  const ReplayStat stat = replay_stat(test::evaluations_to(target, "guided", 0.01, 20, o));
   std::cout << target.name << ": " << stat.median << " evaluations to 1% with transfer\n";
   EXPECT_LE(stat.median, 30);
 }
