@@ -171,7 +171,7 @@ class GuidedStrategy : public Strategy {
       const Agreement agreement = agreeing_prior(times);
       if (!options_.priors.empty() && !misfit_ && agreement.points >= options_.agreement_after &&
           unlike(times, agreement)) {
-        turn_to_the_model(done, agreement);
+        turn_to_the_model(times, done, agreement);
         cover(times, open_now, count, agreement.prior);
         if (!batch_.empty()) return;
       }
@@ -305,12 +305,13 @@ class GuidedStrategy : public Strategy {
     return best;
   }
 
-  // Whether the earlier sweeps are unlike this problem (see GuidedOptions::least_agreement): the prior that
-  // agrees best orders what was measured unlike it, and where its times are known, they also fit badly.
+  // Whether the earlier sweeps are unlike this problem (see GuidedOptions::least_agreement): the measured
+  // times spread, and the prior that agrees best fits them badly where its times are known, or else orders
+  // them unlike it.
   bool unlike(const Times& times, const Agreement& agreement) const {
-    if (agreement.rho >= options_.least_agreement || spread(times) <= options_.least_spread) return false;
+    if (spread(times) <= options_.least_spread) return false;
     const std::optional<double> m = misfit(times, agreement.prior);
-    return !m || *m > options_.most_misfit;
+    return m ? *m > options_.most_misfit : agreement.rho < options_.least_agreement;
   }
 
   // The standard deviation of log(measured time) less the log time prior `p` gives, over the measured points
@@ -337,13 +338,24 @@ class GuidedStrategy : public Strategy {
     return hi > lo ? hi / lo : 1.0;
   }
 
-  // No earlier sweep orders what was measured as this space does: the start ends here, and the model, which
-  // learns what this problem adds to the prior's times, picks from now on (after one batch by cover).
-  void turn_to_the_model(std::size_t done, const Agreement& agreement) {
-    char rho[16];
-    std::snprintf(rho, sizeof rho, "%.2f", agreement.rho);
-    remark_ = "guided: the earlier sweeps order the " + std::to_string(agreement.points) +
-              " measured configurations unlike this problem (rank correlation " + rho + " at best): after " +
+  // What made the earlier sweeps unlike this problem (see unlike), in words.
+  std::string unlike_because(const Times& times, const Agreement& agreement) const {
+    char text[96];
+    const std::string measured = std::to_string(agreement.points) + " measured configurations";
+    if (const std::optional<double> m = misfit(times, agreement.prior)) {
+      std::snprintf(text, sizeof text, " (misfit %.2f in log time, rank correlation %.2f)", *m,
+                    agreement.rho);
+      return "time the " + measured + " unlike this problem" + text;
+    }
+    std::snprintf(text, sizeof text, " (rank correlation %.2f at best)", agreement.rho);
+    return "order the " + measured + " unlike this problem" + text;
+  }
+
+  // No earlier sweep fits what was measured here (by its times, or where it has none, by its order): the
+  // start ends here, and the model, which learns what this problem adds to the prior's times, picks from now
+  // on (after one batch by cover).
+  void turn_to_the_model(const Times& times, std::size_t done, const Agreement& agreement) {
+    remark_ = "guided: the earlier sweeps " + unlike_because(times, agreement) + ": after " +
               std::to_string(done) +
               " measurements, their fastest with each parameter value not yet measured, then the model";
     misfit_ = true;

@@ -74,21 +74,23 @@ struct GuidedOptions {
   // How many of the priors are also columns of the feature rows (the last `prior_columns` of each row, where
   // use_transfer puts them): only those known on at least half the candidates (see use_transfer).
   std::size_t prior_columns = 0;
-  // Once `agreement_after` measured points have a rank in the priors and none of the priors orders them with
-  // a rank correlation of at least `least_agreement`, the earlier sweeps are taken to be unlike this one:
-  // the start ends, one batch measures the prior's fastest open candidates that each bring a parameter value
-  // none of the measured ones has (where its favourites share what is slow here, as 1000^3's stream-K ones
-  // from 2048^3 and 4096^3 do, its other choices are tried once), and the model picks from then on. Only
-  // where the slowest measured time is over `least_spread` times the fastest: where the earlier sweeps' picks
-  // are all about as fast (sizes whose best configurations agree), their order among themselves is noise and
-  // says nothing against them. And where the prior's times are known (prior_log_times), only where they also
-  // fit badly: the standard deviation of log(measured / prior's time) over the measured points is over
-  // `most_misfit`. A prior's fastest picks are near-equal, so their rank correlation is mostly noise; their
-  // times say whether the prior was off. By replay, `gemm_regtile` at 3000x2000x1000 from 2048^3 and 4096^3
-  // (misfit 0.04 to 0.06 over the first 9 to 16 in its order) then follows its transfer and is within 1%
-  // after 20 measurements on every seed, while 1000^3 from the same sweeps (0.14 to 0.17: the stream-K
-  // configurations they put first are 1.9 times the best there) turns to the model after 8 and is within 1%
-  // after 22 (median of 20 seeds; 82 when the transfer was dropped here and the start turned random).
+  // Once `agreement_after` measured points have a rank in the priors, the earlier sweeps may be taken to be
+  // unlike this one: the start ends, one batch measures the prior's fastest open candidates that each bring a
+  // parameter value none of the measured ones has (where its favourites share what is slow here, as 1000^3's
+  // stream-K ones from 2048^3 and 4096^3 do, its other choices are tried once), and the model picks from then
+  // on. Only where the slowest measured time is over `least_spread` times the fastest: where the earlier
+  // sweeps' picks are all about as fast (sizes whose best configurations agree), they say nothing against
+  // them. Then, where the prior that agrees best has times (prior_log_times), they decide: the standard
+  // deviation of log(measured / prior's time) over the measured points is over `most_misfit`; where it has
+  // none, its order does: its rank correlation with the measured times is under `least_agreement`. A prior's
+  // fastest picks are near-equal, so their rank correlation is mostly noise, and it may even agree where all
+  // of them are slow: on an H200, `gemm_regtile` 1000^3 from 2000^3 and 4096^3 (stream-K favourites, 1.7
+  // times the best there) ordered the first 15 with a rank correlation of 0.48 while their times misfit by
+  // 0.12; while the order had to disagree too, the start followed them for 23 measurements and took 38 to
+  // within 1% (median of 20 seeds), 18 on the misfit alone. By replay, `gemm_regtile` 3000x2000x1000 from
+  // 2048^3 and 4096^3 (misfit 0.04 to 0.06 over the first 9 to 16 in its order) follows its transfer and is
+  // within 1% after 21 measurements, while H100 1000^3 from the same sweeps (0.14 to 0.17) turns to the model
+  // after 8 and is within 1% after 20 (82 when the transfer was dropped here and the start turned random).
   std::size_t agreement_after = 6;
   double least_agreement = 0.4;
   double least_spread = 1.1;
