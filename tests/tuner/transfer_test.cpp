@@ -211,8 +211,8 @@ TEST(Transfer, KeepsEarlierSweepsWhosePicksAreAllAboutAsFast) {
 
 // The prior's order against what is measured (as in the test above), but its times given too: where they fit
 // the measured times up to a common factor, the order is taken for noise and the transfer is kept; where they
-// are off by a factor of e^0.5 on every other candidate (a misfit of about 0.27), or not given, the order
-// decides and it is dropped.
+// are off by a factor of e^0.5 on every other candidate (a misfit of about 0.27), the misfit decides and it
+// is dropped; where they are not given, the order decides and it is dropped.
 TEST(Transfer, KeepsAnEarlierSweepWhoseTimesFitWhatIsMeasured) {
   const auto ms = [](std::size_t i) { return std::exp(static_cast<double>(i) / 20); };
   std::vector<float> fit, off;
@@ -251,6 +251,26 @@ TEST(Transfer, TurnsToTheModelWhereThePriorsTimesMisfitThoughItsOrderAgrees) {
       "guided: the earlier sweeps time the 8 measured configurations unlike this problem (misfit 0.27 in "
       "log time, rank correlation 1.00): after 8 measurements, their fastest with each parameter value "
       "not yet measured, then the model");
+}
+
+// Without times, a prior whose order agrees is followed; so is one whose times misfit where its picks all
+// measure within 10% of each other.
+TEST(Transfer, KeepsAPriorWithoutTimesWhoseOrderAgreesAndOneWhosePicksAreAllAboutAsFast) {
+  const std::vector<float> rising = order(true);
+  std::vector<std::vector<float>> rows;
+  std::vector<float> off;
+  for (std::size_t i = 0; i < kCandidates; ++i) {
+    rows.push_back({static_cast<float>(i % 7), rising[i]});
+    off.push_back(0.5f * static_cast<float>(i % 2));
+  }
+  StartOnPriors bare(rows, {rising}, 5, [](std::size_t i) { return std::exp(static_cast<double>(i) / 20); });
+  StartOnPriors flat(rows, {rising}, 5, [](std::size_t i) { return 1 + 1e-4 * static_cast<double>(i); },
+                     {off});
+  for (StartOnPriors* start : {&bare, &flat}) {
+    start->batch();
+    EXPECT_GE(among(start->batch(), [](std::size_t i) { return i < 24; }), 7) << "the prior's next picks";
+    EXPECT_EQ(start->remarks(), "");
+  }
 }
 
 // On an H200, gemm_regtile 2000^3 and 4096^3 both put stream-K configurations first at 1000^3 once scaled to
@@ -702,6 +722,8 @@ TEST(Transfer, OnlyPriorsThatRankMostCandidatesJoinTheModelsColumns) {
 }
 
 // A main job tunes a family's sizes one after the other, each with guided's 130 measurements, and each
+// transfers from the partial sweeps before it (here in the order gemm_regtile's sizes were listed until
+// 4096^3 came first).
 // transfers from the partial sweeps before it. Here 1000^3 and 2048^3 are searched without transfer, then
 // 4096^3 (where 2 of 3,240 configurations are within 1%) from the two partial sweeps. Over seeds 1 to 80,
 // 4096^3 came within 1% on 46 with the partial sweeps' ranks as columns of the model, on 57 with them left
@@ -758,10 +780,11 @@ TEST(Transfer, OnePartialSweepOfAnotherSizeGivesOnlyItsFastest) {
   EXPECT_EQ(beside.line.find("scaled"), std::string::npos) << beside.line;
 }
 
-// A main job's chain: 1000^3, then 2048^3 from the one partial sweep before it. Over seeds 1 to 80, 2048^3
-// came within 1% on 68 with only that sweep's fastest first, on 55 following its order in the start with a
-// column of it; over seeds 81 to 160, 72 and 61; over the seeds here, 61 to 80, 17 (18 by `replay --chain`)
-// and 11.
+// A chain of 1000^3, then 2048^3 from the one partial sweep before it (as gemm_regtile's main job ran before
+// 4096^3 came first; now its second size, 1000^3, follows 4096^3's one partial sweep alike). Over seeds 1 to
+// 80, 2048^3 came within 1% on 68 with only that sweep's fastest first, on 55 following its order in the
+// start with a column of it; over seeds 81 to 160, 72 and 61; over the seeds here, 61 to 80, 17 (18 by
+// `replay --chain`) and 11.
 TEST(Transfer, AMainJobsSecondSizeSearchesOnItsOwnAfterTheFirstsFastest) {
   std::vector<ReplaySpace> chain;
   for (const char* size : {"1000", "2048"}) chain.push_back(regtile(size));
@@ -809,7 +832,7 @@ TEST(Transfer, AMainJobsChainOnAnH200ReachesEachSizeWithTheBudgetsItsFamilyAsks)
   }
   std::cout << "within 1% of 10 seeds: 4096^3 " << reached[0] << ", 1000^3 " << reached[1] << ", 2000^3 "
             << reached[2] << "\n";
-  EXPECT_GE(reached[0], 9u);
-  EXPECT_GE(reached[1], 8u);
-  EXPECT_GE(reached[2], 9u);
+  EXPECT_GE(reached[0], 8u);  // 9 over these seeds
+  EXPECT_GE(reached[1], 9u);  // 10
+  EXPECT_GE(reached[2], 9u);  // 10
 }
