@@ -171,11 +171,16 @@ struct TwoBatches {
   long first, second;
   std::string remarks_first, remarks_second;
 };
+// Each candidate's row: one feature of 7 values, then its place in `prior` (a column of it).
+std::vector<std::vector<float>> rows_beside(const std::vector<float>& prior) {
+  std::vector<std::vector<float>> rows;
+  for (std::size_t i = 0; i < kCandidates; ++i) rows.push_back({static_cast<float>(i % 7), prior[i]});
+  return rows;
+}
+
 TwoBatches against_the_prior(double (*ms)(std::size_t), std::vector<std::vector<float>> log_times = {}) {
   const std::vector<float> falling = order(false);
-  std::vector<std::vector<float>> rows;
-  for (std::size_t i = 0; i < kCandidates; ++i) rows.push_back({static_cast<float>(i % 7), falling[i]});
-  StartOnPriors start(rows, {falling}, 5, ms, std::move(log_times));
+  StartOnPriors start(rows_beside(falling), {falling}, 5, ms, std::move(log_times));
   const auto in_prior_head = [](std::size_t i) { return i >= kCandidates - 40; };
   TwoBatches out;
   out.first = among(start.batch(), in_prior_head);
@@ -236,13 +241,10 @@ TEST(Transfer, KeepsAnEarlierSweepWhoseTimesFitWhatIsMeasured) {
 TEST(Transfer, TurnsToTheModelWhereThePriorsTimesMisfitThoughItsOrderAgrees) {
   const auto ms = [](std::size_t i) { return std::exp(static_cast<double>(i) / 20); };
   const std::vector<float> rising = order(true);
-  std::vector<std::vector<float>> rows;
   std::vector<float> off;
-  for (std::size_t i = 0; i < kCandidates; ++i) {
-    rows.push_back({static_cast<float>(i % 7), rising[i]});
+  for (std::size_t i = 0; i < kCandidates; ++i)
     off.push_back(static_cast<float>(std::log(ms(i)) + 3 + 0.5 * static_cast<double>(i % 2)));
-  }
-  StartOnPriors start(rows, {rising}, 5, ms, {off});
+  StartOnPriors start(rows_beside(rising), {rising}, 5, ms, {off});
   EXPECT_GE(among(start.batch(), [](std::size_t i) { return i < 10; }), 7) << "the prior's first picks";
   EXPECT_EQ(start.remarks(), "");
   start.batch();
@@ -257,12 +259,9 @@ TEST(Transfer, TurnsToTheModelWhereThePriorsTimesMisfitThoughItsOrderAgrees) {
 // measure within 10% of each other.
 TEST(Transfer, KeepsAPriorWithoutTimesWhoseOrderAgreesAndOneWhosePicksAreAllAboutAsFast) {
   const std::vector<float> rising = order(true);
-  std::vector<std::vector<float>> rows;
+  const std::vector<std::vector<float>> rows = rows_beside(rising);
   std::vector<float> off;
-  for (std::size_t i = 0; i < kCandidates; ++i) {
-    rows.push_back({static_cast<float>(i % 7), rising[i]});
-    off.push_back(0.5f * static_cast<float>(i % 2));
-  }
+  for (std::size_t i = 0; i < kCandidates; ++i) off.push_back(0.5f * static_cast<float>(i % 2));
   StartOnPriors bare(rows, {rising}, 5, [](std::size_t i) { return std::exp(static_cast<double>(i) / 20); });
   StartOnPriors flat(rows, {rising}, 5, [](std::size_t i) { return 1 + 1e-4 * static_cast<double>(i); },
                      {off});
@@ -723,8 +722,7 @@ TEST(Transfer, OnlyPriorsThatRankMostCandidatesJoinTheModelsColumns) {
 
 // A main job tunes a family's sizes one after the other, each with guided's 130 measurements, and each
 // transfers from the partial sweeps before it (here in the order gemm_regtile's sizes were listed until
-// 4096^3 came first).
-// transfers from the partial sweeps before it. Here 1000^3 and 2048^3 are searched without transfer, then
+// 4096^3 came first). Here 1000^3 and 2048^3 are searched without transfer, then
 // 4096^3 (where 2 of 3,240 configurations are within 1%) from the two partial sweeps. Over seeds 1 to 80,
 // 4096^3 came within 1% on 46 with the partial sweeps' ranks as columns of the model, on 57 with them left
 // out (use_transfer), as without transfer; over seeds 1 to 20, 11 and 15. Replayed as a main job runs it

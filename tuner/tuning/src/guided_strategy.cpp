@@ -171,7 +171,7 @@ class GuidedStrategy : public Strategy {
       const Agreement agreement = agreeing_prior(times);
       if (!options_.priors.empty() && !misfit_ && agreement.points >= options_.agreement_after &&
           unlike(times, agreement)) {
-        turn_to_the_model(times, done, agreement);
+        turn_to_the_model(done, agreement);
         cover(times, open_now, count, agreement.prior);
         if (!batch_.empty()) return;
       }
@@ -281,9 +281,10 @@ class GuidedStrategy : public Strategy {
   }
 
   struct Agreement {
-    std::size_t prior = 0;   // the prior that agrees best
-    double rho = INFINITY;   // its rank correlation with what was measured
-    std::size_t points = 0;  // measured points with a rank in it
+    std::size_t prior = 0;         // the prior that agrees best
+    double rho = INFINITY;         // its rank correlation with what was measured
+    std::size_t points = 0;        // measured points with a rank in it
+    std::optional<double> misfit;  // of its times to what was measured, where it has times (see misfit)
   };
 
   // The prior whose order agrees best with the times measured so far (a failure ranks last); the first
@@ -300,8 +301,9 @@ class GuidedStrategy : public Strategy {
         }
       if (measured_ms.size() < 3) return {};
       const double rho = spearman(measured_ms, prior);
-      if (s == 0 || rho > best.rho) best = {s, rho, measured_ms.size()};
+      if (s == 0 || rho > best.rho) best = {s, rho, measured_ms.size(), std::nullopt};
     }
+    best.misfit = misfit(times, best.prior);
     return best;
   }
 
@@ -310,7 +312,7 @@ class GuidedStrategy : public Strategy {
   // them unlike it.
   bool unlike(const Times& times, const Agreement& agreement) const {
     if (spread(times) <= options_.least_spread) return false;
-    const std::optional<double> m = misfit(times, agreement.prior);
+    const std::optional<double>& m = agreement.misfit;
     return m ? *m > options_.most_misfit : agreement.rho < options_.least_agreement;
   }
 
@@ -339,11 +341,11 @@ class GuidedStrategy : public Strategy {
   }
 
   // What made the earlier sweeps unlike this problem (see unlike), in words.
-  std::string unlike_because(const Times& times, const Agreement& agreement) const {
+  static std::string unlike_because(const Agreement& agreement) {
     char text[96];
     const std::string measured = std::to_string(agreement.points) + " measured configurations";
-    if (const std::optional<double> m = misfit(times, agreement.prior)) {
-      std::snprintf(text, sizeof text, " (misfit %.2f in log time, rank correlation %.2f)", *m,
+    if (agreement.misfit) {
+      std::snprintf(text, sizeof text, " (misfit %.2f in log time, rank correlation %.2f)", *agreement.misfit,
                     agreement.rho);
       return "time the " + measured + " unlike this problem" + text;
     }
@@ -354,9 +356,8 @@ class GuidedStrategy : public Strategy {
   // No earlier sweep fits what was measured here (by its times, or where it has none, by its order): the
   // start ends here, and the model, which learns what this problem adds to the prior's times, picks from now
   // on (after one batch by cover).
-  void turn_to_the_model(const Times& times, std::size_t done, const Agreement& agreement) {
-    remark_ = "guided: the earlier sweeps " + unlike_because(times, agreement) + ": after " +
-              std::to_string(done) +
+  void turn_to_the_model(std::size_t done, const Agreement& agreement) {
+    remark_ = "guided: the earlier sweeps " + unlike_because(agreement) + ": after " + std::to_string(done) +
               " measurements, their fastest with each parameter value not yet measured, then the model";
     misfit_ = true;
     options_.initial = done;
