@@ -110,17 +110,17 @@ TEST(ReplayCli, AChainReplaysEachSizeAfterTheOnesBefore) {
 }
 
 // Without --budget a chain measures what a main job would: 130 at each size, or what the family's
-// default_budgets ask at one of its default sizes (gemm_regtile asks 260 at 4096^3).
+// default_budgets ask at one of its default sizes (gemm_regtile asks 390 at 4096^3).
 TEST(ReplayCli, AChainWithoutABudgetGivesEachSizeWhatItsFamilyAsks) {
   TempDir dir;
   const ChainRun run = chain_run(dir, "--seeds 1");
   ASSERT_EQ(run.result.status, 0) << run.result.err;
-  EXPECT_NE(run.result.out.find("4096x4096x4096 NVIDIA H100 80GB HBM3 (budget 260, as its family asks)"),
+  EXPECT_NE(run.result.out.find("4096x4096x4096 NVIDIA H100 80GB HBM3 (budget 390, as its family asks)"),
             std::string::npos)
       << run.result.out;
   ASSERT_EQ(run.curves["spaces"].size(), 2u);
   EXPECT_EQ(run.curves["spaces"][0]["strategies"]["guided"][0]["curve"].size(), 130u);
-  EXPECT_EQ(run.curves["spaces"][1]["strategies"]["guided"][0]["curve"].size(), 260u);
+  EXPECT_EQ(run.curves["spaces"][1]["strategies"]["guided"][0]["curve"].size(), 390u);
 }
 
 TEST(ReplayCli, BadInputGivesOneLine) {
