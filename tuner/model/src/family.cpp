@@ -204,7 +204,7 @@ std::vector<Expr> expr_list(const Reader& r, const json& list, const std::string
   return out;
 }
 
-// "default_budgets": {"4096x4096x4096": 260}: the main job's budget at default sizes the family names.
+// "default_budgets": {"4096x4096x4096": 390}: the main job's budget at default sizes the family names.
 void parse_default_budgets(const Reader& r, const json& problem, KernelFamily& f) {
   if (!problem.contains("default_budgets")) return;
   const json& budgets = problem.at("default_budgets");
