@@ -236,6 +236,11 @@ TEST(Bundle, RefusesWhatIsNotOneInOneLine) {
       << R"({"format": "tiletune-bundle-1", "entries": [{"family": "gemm_tiled", "device": "d", "arch": "sm_90",
             "size": "8x8x8", "params": {}, "template_hash": "x", "cubin": "../../etc/passwd", "symbol": "k"}]})";
   expect_one_line([&] { read_bundle(bad); }, "bad CUBIN file name");
+  // A CUBIN name with a line break (or any control character) is refused too, escaped in the one line.
+  std::ofstream(bad / "manifest.json", std::ios::trunc)
+      << R"({"format": "tiletune-bundle-1", "entries": [{"family": "gemm_tiled", "device": "d", "arch": "sm_90",
+            "size": "8x8x8", "params": {}, "template_hash": "x", "cubin": "k\ng.cubin", "symbol": "k"}]})";
+  expect_one_line([&] { read_bundle(bad); }, "bad CUBIN file name 'k\\ng.cubin'");
   // A count that is no whole number, or one too large for its field, is refused, never cast.
   for (const std::string field :
        {R"("sweep": 2.44444e98)", R"("sweep": 1.5)", R"("usage": {"registers": 2e10})",

@@ -36,6 +36,16 @@ Params params_from(const json& j) {
   return params;
 }
 
+// A CUBIN's name in the manifest: a plain file name in the bundle's cubins folder, without control characters
+// (a line break would also break the one-line errors that name it).
+bool safe_cubin_name(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos)
+    return false;
+  for (const unsigned char c : name)
+    if (c < 0x20 || c == 0x7f) return false;
+  return true;
+}
+
 }  // namespace
 
 bool is_bundle(const std::filesystem::path& dir) {
@@ -48,10 +58,10 @@ bool is_bundle(const std::filesystem::path& dir) {
 std::string Bundle::cubin(const BundleEntry& entry) const {
   const auto path = directory / "cubins" / entry.cubin_file;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw BundleError("bundle: cannot read " + path.string());
+  if (!in) throw BundleError("bundle: cannot read " + printable_line(path.string()));
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  if (bytes.str().empty()) throw BundleError("bundle: " + path.string() + " is empty");
+  if (bytes.str().empty()) throw BundleError("bundle: " + printable_line(path.string()) + " is empty");
   return bytes.str();
 }
 
@@ -111,8 +121,7 @@ Bundle read_bundle(const std::filesystem::path& directory) {
       entry.sweep_id = whole_number_or(e, "sweep", std::int64_t{0});
       entry.cubin_file = e.at("cubin").get<std::string>();
       entry.symbol = e.at("symbol").get<std::string>();
-      if (entry.cubin_file.empty() || entry.cubin_file.find('/') != std::string::npos ||
-          entry.cubin_file.find("..") != std::string::npos)
+      if (!safe_cubin_name(entry.cubin_file))
         throw BundleError("bundle: " + path.string() + ": bad CUBIN file name '" +
                           printable_line(entry.cubin_file) + "'");
       entry.usage = usage_from(e.value("usage", json::object()));
