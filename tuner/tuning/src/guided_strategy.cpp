@@ -168,7 +168,8 @@ class GuidedStrategy : public Strategy {
     std::vector<std::size_t> open_now = open(times);
     std::shuffle(open_now.begin(), open_now.end(), rng_);  // ties in a ranking fall at random
     if (done < options_.initial || !fit(times)) {
-      const Agreement agreement = agreeing_prior(times);
+      Agreement agreement = agreeing_prior(times);
+      agreement.misfit = misfit(times, agreement.prior);
       if (!options_.priors.empty() && !misfit_ && agreement.points >= options_.agreement_after &&
           unlike(times, agreement)) {
         turn_to_the_model(done, agreement);
@@ -284,7 +285,7 @@ class GuidedStrategy : public Strategy {
     std::size_t prior = 0;         // the prior that agrees best
     double rho = INFINITY;         // its rank correlation with what was measured
     std::size_t points = 0;        // measured points with a rank in it
-    std::optional<double> misfit;  // of its times to what was measured, where it has times (see misfit)
+    std::optional<double> misfit;  // of its times to what was measured (see misfit); the start fills it in
   };
 
   // The prior whose order agrees best with the times measured so far (a failure ranks last); the first
@@ -303,7 +304,6 @@ class GuidedStrategy : public Strategy {
       const double rho = spearman(measured_ms, prior);
       if (s == 0 || rho > best.rho) best = {s, rho, measured_ms.size(), std::nullopt};
     }
-    best.misfit = misfit(times, best.prior);
     return best;
   }
 
