@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "gaussian_process.hpp"
+#include "ensemble.hpp"
 #include "rank_correlation.hpp"
 #include "tiletune/guided.hpp"
 #include "tiletune/occupancy.hpp"
@@ -66,21 +66,6 @@ bool measured(const Times& times, std::size_t i) { return i < times.size() && ti
 // Measured and back: a time, or +inf for a failure. A configuration another GPU is measuring reads NaN: it is
 // measured for picking (never asked for twice) but teaches the model nothing yet.
 bool timed(const Times& times, std::size_t i) { return measured(times, i) && !std::isnan(*times[i]); }
-
-// Scales each of the `columns` columns of the row-major tables to [0, 1] over all of their rows together (a
-// column of one value to 0); an unknown value (NaN: a prior's rank unknown) goes to 1, the far end.
-void scale_columns(std::initializer_list<std::vector<float>*> tables, std::size_t columns) {
-  std::vector<float> lo(columns, INFINITY), hi(columns, -INFINITY);
-  for (const std::vector<float>* t : tables)
-    for (std::size_t i = 0; i < t->size(); ++i)
-      lo[i % columns] = std::min(lo[i % columns], (*t)[i]),
-             hi[i % columns] = std::max(hi[i % columns], (*t)[i]);
-  for (std::vector<float>* t : tables)
-    for (std::size_t i = 0; i < t->size(); ++i) {
-      const std::size_t c = i % columns;
-      (*t)[i] = std::isnan((*t)[i]) ? 1.0f : hi[c] > lo[c] ? ((*t)[i] - lo[c]) / (hi[c] - lo[c]) : 0.0f;
-    }
-}
 
 // The search itself; where the candidates come from (a table, or a space drawn lazily) is the subclass's.
 class GuidedStrategy : public Strategy {
@@ -200,11 +185,16 @@ class GuidedStrategy : public Strategy {
   // where one is followed (see offset).
   void choose_by_model(const std::vector<std::size_t>& open_now, std::size_t count) {
     const std::vector<float> x = rows_of(open_now);
-    std::vector<float> predicted = model_.predict(x, width_);
-    add_offsets(open_now, predicted);
-    std::vector<std::vector<float>> resampled = resampled_predictions(x);
-    for (auto& r : resampled) add_offsets(open_now, r);
-    choose(open_now, predicted, count, resampled, improvements(x));
+    EnsembleInput input;
+    input.full = &model_;
+    input.resamples = draw_resamples();
+    input.process = process_rows();
+    input.rounds = options_.rounds;
+    input.width = width_;
+    EnsemblePredictions p = predict_ensemble(input, x);
+    add_offsets(open_now, p.full);
+    for (auto& r : p.resampled) add_offsets(open_now, r);
+    choose(open_now, p.full, count, p.resampled, p.improvements);
   }
 
   // The prior's log time for candidate i (see GuidedOptions::prior_log_times), which the trees take for
@@ -363,43 +353,42 @@ class GuidedStrategy : public Strategy {
     options_.initial = done;
   }
 
-  // What each model fit on a bootstrap resample of the last fit's rows predicts for rows x.
-  std::vector<std::vector<float>> resampled_predictions(const std::vector<float>& x) {
-    std::vector<std::vector<float>> out;
+  // The bootstrap resamples of the last fit's rows, one per model beside the full one, drawn before any is
+  // fitted (the features of a space drawn lazily are made as they are first read, never on two threads).
+  std::vector<Resample> draw_resamples() {
+    std::vector<Resample> out;
     std::uniform_int_distribution<std::size_t> any(0, fit_rows_.size() - 1);
     for (std::size_t k = 0; k < options_.resamples; ++k) {
       std::vector<std::size_t> rows;
-      std::vector<float> y;
+      Resample r;
       for (std::size_t j = 0; j < fit_rows_.size(); ++j) {
         const std::size_t pick = any(rng_);
         rows.push_back(fit_rows_[pick]);
-        y.push_back(fit_y_[pick]);
+        r.y.push_back(fit_y_[pick]);
       }
-      BoostedTrees model(options_.rounds, rng_());
-      model.fit(rows_of(rows), width_, y);
-      out.push_back(model.predict(x, width_));
+      r.x = rows_of(rows);
+      r.seed = rng_();
+      out.push_back(std::move(r));
     }
     return out;
   }
 
-  // The Gaussian process's expected improvement per row of x (empty where it picks nothing), fitted on the
-  // fastest of the last fit's rows with every column scaled to [0, 1] over those rows and x's.
-  std::vector<double> improvements(const std::vector<float>& x) {
-    if (options_.improvement_picks == 0) return {};
-    std::vector<float> target(fit_y_);  // log times: the offsets the trees' targets leave out put back
+  // What the Gaussian process fits for its expected improvements (none where it picks nothing): the fastest
+  // of the last fit's rows and their log times, the offsets the trees' targets leave out put back.
+  std::optional<ProcessRows> process_rows() const {
+    if (options_.improvement_picks == 0) return std::nullopt;
+    std::vector<float> target(fit_y_);
     for (std::size_t j = 0; j < target.size(); ++j) target[j] += offset(fit_rows_[j]);
     std::vector<std::size_t> which(fit_rows_.size());
     std::iota(which.begin(), which.end(), 0);
     std::stable_sort(which.begin(), which.end(),
                      [&](std::size_t a, std::size_t b) { return target[a] < target[b]; });
     which.resize(std::min(which.size(), kProcessRows));
+    ProcessRows out;
     std::vector<std::size_t> rows;
-    std::vector<float> y;
-    for (std::size_t j : which) rows.push_back(fit_rows_[j]), y.push_back(target[j]);
-    std::vector<float> fitted = rows_of(rows), open_x = x;
-    scale_columns({&fitted, &open_x}, width_);
-    gp_.fit(fitted, width_, y);
-    return gp_.expected_improvement(open_x);
+    for (std::size_t j : which) rows.push_back(fit_rows_[j]), out.y.push_back(target[j]);
+    out.x = rows_of(rows);
+    return out;
   }
 
   // The `count` picks, the most promising first: the highest expected improvements (improvement_picks), the
@@ -504,7 +493,6 @@ class GuidedStrategy : public Strategy {
   std::size_t budget_;
   GuidedOptions options_;
   BoostedTrees model_;
-  GaussianProcess gp_;
   static constexpr std::size_t kProcessRows = 256;  // the fastest measurements the Gaussian process fits
   std::size_t width_ = 0;
   std::vector<std::size_t> batch_;
