@@ -509,6 +509,9 @@ TEST_F(SweepLoop, GuidedOnTwoGpusNeverMeasuresTwiceAndKeepsItsBudget) {
   const SweepSummary s = sweep_each_once_on(gpus, store, "guided", 12);
   for (const auto& g : gpus) EXPECT_FALSE(g.measured.empty()) << "GPU " << g.ordinal << " idle: " << log;
   EXPECT_EQ(store.results(s.sweep_id).size(), 12u);
+  // The time the strategy took to choose is counted (its fits), and is part of the sweep's.
+  EXPECT_GT(s.choosing_seconds, 0.0);
+  EXPECT_LT(s.choosing_seconds, s.seconds);
 }
 
 TEST_F(SweepLoop, SamplingASpaceTooLargeToEnumerateOnTwoGpusStoresEachPointOnce) {

@@ -33,7 +33,8 @@ void print_summary(const KernelFamily& family, const ProblemKey& problem, const 
                                  : 0,
                    0)
             << (s.gpus.size() > 1 ? "% of " + std::to_string(s.gpus.size()) + " GPUs" : std::string("%"))
-            << "; waited on NVRTC " << fmt(s.compile_wait_seconds, 1) << " s)"
+            << "; waited on NVRTC " << fmt(s.compile_wait_seconds, 1) << " s; choosing "
+            << fmt(s.choosing_seconds, 1) << " s)"
             << (s.best_found_at ? "; best found at measurement " + std::to_string(s.best_found_at) +
                                       ", after " + fmt(s.best_found_seconds, 1) + " s"
                                 : std::string())

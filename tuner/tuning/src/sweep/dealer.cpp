@@ -37,7 +37,9 @@ void Dealer::run(const std::function<bool()>& keep_dealing,
 
 void Dealer::deal(std::size_t k) {
   Strategy& walker = search_.walker(k);
+  const auto t0 = std::chrono::steady_clock::now();
   const auto pick = walker.next(recorder_.times());
+  recorder_.chose(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (!pick) {
     if (search_.walker_count() == 1)
       for (std::size_t l = 0; l < lanes_.size(); ++l) lanes_.drain(l);

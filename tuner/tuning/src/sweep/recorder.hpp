@@ -27,6 +27,8 @@ class Recorder {
   // Candidate `pick` is being measured.
   void in_flight(std::size_t pick, std::size_t candidates);
 
+  // A strategy took `seconds` to choose what a lane measures next.
+  void chose(double seconds) { summary_.choosing_seconds += seconds; }
   // Stores and counts what lane k finished; true when it is the new best.
   bool record(std::size_t k, const LaneResult& result);
 
