@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <stdexcept>
 
 #include "gaussian_process.hpp"
 
@@ -22,6 +24,12 @@ std::vector<float> rows(std::size_t n, std::mt19937_64& rng) {
   return x;
 }
 
+// The rows moved to [3, 10], as the ensemble gets them: the Gaussian process must scale them back.
+std::vector<float> stretched(std::vector<float> x) {
+  for (float& v : x) v = 7 * v + 3;
+  return x;
+}
+
 std::vector<float> times_of(const std::vector<float>& x) {
   std::vector<float> y;
   for (std::size_t i = 0; i < x.size(); i += kWidth)
@@ -35,34 +43,38 @@ TEST(Ensemble, EachModelPredictsWhatItPredictsAlone) {
   const std::vector<float> measured = rows(40, rng), open = rows(500, rng);
   const std::vector<float> y = times_of(measured);
   BoostedTrees full(20, 1);
-  full.fit(measured, kWidth, y);
+  full.fit(stretched(measured), kWidth, y);
   EnsembleInput input;
   input.full = &full;
   input.rounds = 20;
   input.width = kWidth;
   for (std::uint64_t seed : {11u, 12u, 13u}) {
     Resample r;
-    r.x = rows(40, rng);
+    r.x = stretched(rows(40, rng));
     r.y = times_of(r.x);
     r.seed = seed;
     input.resamples.push_back(std::move(r));
   }
-  input.process = ProcessRows{measured, y};
+  input.process = ProcessRows{stretched(measured), y};
 
-  const EnsemblePredictions p = predict_ensemble(input, open);
+  const EnsemblePredictions p = predict_ensemble(input, stretched(open));
 
-  EXPECT_EQ(p.full, full.predict(open, kWidth));
+  EXPECT_EQ(p.full, full.predict(stretched(open), kWidth));
   ASSERT_EQ(p.resampled.size(), 3u);
   for (std::size_t k = 0; k < 3; ++k) {
     BoostedTrees alone(20, input.resamples[k].seed);
     alone.fit(input.resamples[k].x, kWidth, input.resamples[k].y);
-    EXPECT_EQ(p.resampled[k], alone.predict(open, kWidth)) << "resample " << k;
+    EXPECT_EQ(p.resampled[k], alone.predict(stretched(open), kWidth)) << "resample " << k;
   }
   EXPECT_NE(p.resampled[0], p.resampled[1]) << "the resamples differ, so a mix-up would show";
+  // The process sees the columns scaled to [0, 1] over the fitted and the open rows together: here the rows
+  // as they were before stretching (to rounding).
   GaussianProcess process;
   process.fit(measured, kWidth, y);
-  EXPECT_EQ(p.improvements, process.expected_improvement(open));
-  EXPECT_EQ(p.improvements.size(), 500u);
+  const std::vector<double> expected = process.expected_improvement(open);
+  ASSERT_EQ(p.improvements.size(), expected.size());
+  for (std::size_t j = 0; j < expected.size(); ++j)
+    EXPECT_NEAR(p.improvements[j], expected[j], 1e-4 + 1e-3 * expected[j]) << "row " << j;
 }
 
 TEST(Ensemble, WithoutAProcessItGivesNoImprovementsAndAModelsErrorReachesTheCaller) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <initializer_list>
 
@@ -45,14 +46,16 @@ std::vector<double> improvements(ProcessRows rows, std::vector<float> open, std:
 }  // namespace
 
 EnsemblePredictions predict_ensemble(const EnsembleInput& input, const std::vector<float>& open) {
-  // Each future is waited for before what it reads goes: the futures are declared after their inputs.
+  // The destructor of a future from std::async waits for its task, so every task has ended before this
+  // returns or an exception leaves it. Where no thread can be started, a task runs when its result is asked
+  // for (the deferred launch), one after the other as before.
+  constexpr auto policy = std::launch::async | std::launch::deferred;
   std::vector<std::future<std::vector<float>>> resampled;
   for (const Resample& r : input.resamples)
-    resampled.push_back(std::async(std::launch::async, resample_predictions, std::cref(r), input.rounds,
-                                   input.width, std::cref(open)));
+    resampled.push_back(
+        std::async(policy, resample_predictions, std::cref(r), input.rounds, input.width, std::cref(open)));
   std::future<std::vector<double>> improved;
-  if (input.process)
-    improved = std::async(std::launch::async, improvements, *input.process, open, input.width);
+  if (input.process) improved = std::async(policy, improvements, *input.process, open, input.width);
   EnsemblePredictions out;
   out.full = input.full->predict(open, input.width);
   for (auto& f : resampled) out.resampled.push_back(f.get());

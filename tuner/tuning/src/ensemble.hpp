@@ -1,7 +1,8 @@
-// What guided's models say of the open candidates at one pick: the full model's predictions, each bootstrap
-// resample's and the Gaussian process's expected improvements. They are independent of each other, so each
-// runs on a thread of its own while the GPU waits for the next pick; what each computes, and so every pick,
-// is what it was one after the other.
+// What guided's models say of the open candidates at one pick: the predictions of the trees fitted on every
+// measurement, of those fitted on each bootstrap resample, and the Gaussian process's expected improvements.
+// They are independent of each other, so the resamples' trees and the process are fitted and predict on
+// threads of their own while the full model predicts on the caller's and the GPU waits for the pick; what
+// each computes, and so every pick, is what it was one after the other.
 #pragma once
 
 #include <cstddef>
@@ -38,7 +39,8 @@ struct EnsemblePredictions {
   std::vector<double> improvements;           // empty without a process or where it could not fit
 };
 
-// The predictions for the rows of `open` (each `width` wide, row-major). Rethrows the first model's error.
+// The predictions for the rows of `open` (each `width` wide, row-major). A model's error is rethrown once
+// every task has ended: the full model's first, then the resamples' in order, then the process's.
 EnsemblePredictions predict_ensemble(const EnsembleInput& input, const std::vector<float>& open);
 
 }  // namespace tiletune

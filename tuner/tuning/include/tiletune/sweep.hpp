@@ -82,7 +82,9 @@ struct SweepSummary {
   std::vector<Gpu> gpus;            // in the order of the workers
   double gpu_busy_seconds = 0;      // time the workers spent measuring, summed
   double compile_wait_seconds = 0;  // time the sweep waited on NVRTC
-  double choosing_seconds = 0;      // time its strategies took to choose what to measure next (a lane waits)
+  // Time its strategies took to choose what to measure next, a lane waiting (guided's fits and predictions;
+  // over a space drawn lazily, the drawing and pruning too).
+  double choosing_seconds = 0;
   int measured = 0, resumed_skipped = 0, worker_restarts = 0;
   bool interrupted = false;
   // When this run found its best: the measurement (from 1; 0: nothing ran) and the seconds since it began.
