@@ -43,9 +43,10 @@ TEST(Ensemble, EachModelPredictsWhatItPredictsAlone) {
   const std::vector<float> measured = rows(40, rng), open = rows(500, rng);
   const std::vector<float> y = times_of(measured);
   BoostedTrees full(20, 1);
-  full.fit(stretched(measured), kWidth, y);
   EnsembleInput input;
   input.full = &full;
+  input.full_x = stretched(measured);
+  input.full_y = y;
   input.rounds = 20;
   input.width = kWidth;
   for (std::uint64_t seed : {11u, 12u, 13u}) {
@@ -59,7 +60,10 @@ TEST(Ensemble, EachModelPredictsWhatItPredictsAlone) {
 
   const EnsemblePredictions p = predict_ensemble(input, stretched(open));
 
-  EXPECT_EQ(p.full, full.predict(stretched(open), kWidth));
+  BoostedTrees full_alone(20, 1);
+  full_alone.fit(stretched(measured), kWidth, y);
+  EXPECT_EQ(p.full, full_alone.predict(stretched(open), kWidth));
+  EXPECT_EQ(full.predict(stretched(open), kWidth), p.full) << "the full model is left fitted";
   ASSERT_EQ(p.resampled.size(), 3u);
   for (std::size_t k = 0; k < 3; ++k) {
     BoostedTrees alone(20, input.resamples[k].seed);
@@ -82,9 +86,10 @@ TEST(Ensemble, WithoutAProcessItGivesNoImprovementsAndAModelsErrorReachesTheCall
   std::mt19937_64 rng(3);
   const std::vector<float> measured = rows(20, rng), open = rows(50, rng);
   BoostedTrees full(10, 1);
-  full.fit(measured, kWidth, times_of(measured));
   EnsembleInput input;
   input.full = &full;
+  input.full_x = measured;
+  input.full_y = times_of(measured);
   input.rounds = 10;
   input.width = kWidth;
   EXPECT_TRUE(predict_ensemble(input, open).improvements.empty());

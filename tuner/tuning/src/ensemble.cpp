@@ -57,6 +57,7 @@ EnsemblePredictions predict_ensemble(const EnsembleInput& input, const std::vect
   std::future<std::vector<double>> improved;
   if (input.process) improved = std::async(policy, improvements, *input.process, open, input.width);
   EnsemblePredictions out;
+  input.full->fit(input.full_x, input.width, input.full_y);
   out.full = input.full->predict(open, input.width);
   for (auto& f : resampled) out.resampled.push_back(f.get());
   if (improved.valid()) out.improvements = improved.get();

@@ -1,8 +1,8 @@
 // What guided's models say of the open candidates at one pick: the predictions of the trees fitted on every
 // measurement, of those fitted on each bootstrap resample, and the Gaussian process's expected improvements.
 // They are independent of each other, so the resamples' trees and the process are fitted and predict on
-// threads of their own while the full model predicts on the caller's and the GPU waits for the pick; what
-// each computes, and so every pick, is what it was one after the other.
+// threads of their own while the full model is fitted and predicts on the caller's and the GPU waits for the
+// pick; what each computes, and so every pick, is what it was one after the other.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +26,8 @@ struct ProcessRows {
 };
 
 struct EnsembleInput {
-  const BoostedTrees* full = nullptr;  // fitted on every measurement
+  BoostedTrees* full = nullptr;  // fitted here on every measurement: full_x and full_y
+  std::vector<float> full_x, full_y;
   std::vector<Resample> resamples;
   std::optional<ProcessRows> process;  // none: no expected-improvement picks
   int rounds = 0;                      // trees per resample's fit

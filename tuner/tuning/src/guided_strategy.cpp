@@ -187,6 +187,8 @@ class GuidedStrategy : public Strategy {
     const std::vector<float> x = rows_of(open_now);
     EnsembleInput input;
     input.full = &model_;
+    input.full_x = rows_of(fit_rows_);
+    input.full_y = fit_y_;
     input.resamples = draw_resamples();
     input.process = process_rows();
     input.rounds = options_.rounds;
@@ -441,8 +443,9 @@ class GuidedStrategy : public Strategy {
     return first_unchosen(score, chosen, std::less<>());
   }
 
-  // Fits log time over what was measured (not what another GPU is measuring); a failure counts as twice the
-  // slowest time seen, so that the model steers away from it. False when nothing ran yet.
+  // What the model fits (choose_by_model fits it, beside its resamples): log time over what was measured (not
+  // what another GPU is measuring); a failure counts as twice the slowest time seen, so that the model steers
+  // away from it. False when nothing ran yet.
   bool fit(const Times& times) {
     std::vector<std::size_t> rows;
     double worst = -INFINITY;
@@ -460,7 +463,6 @@ class GuidedStrategy : public Strategy {
     if (!options_.priors.empty()) prior_used_ = agreeing_prior(times).prior;
     for (std::size_t j = 0; j < fit_rows_.size(); ++j) fit_y_[j] -= offset(fit_rows_[j]);
     width_ = features(fit_rows_.front()).size() - (plan_hidden() ? options_.plan_count : 0);
-    model_.fit(rows_of(fit_rows_), width_, fit_y_);
     return true;
   }
 
