@@ -832,9 +832,10 @@ TEST(Transfer, AMainJobsSecondSizeSearchesOnItsOwnAfterTheFirstsFastest) {
 // family's order (4096^3, 1000^3, 2000^3), each with the budget the family asks there (default_budgets: 390
 // at 4096^3 and 2000^3, 260 at 1000^3), each transferring from the partial sweeps before it. 2000^3 holds 4
 // configurations within 1% of its best, 4096^3 3, 1000^3 2; 1000^3's best splits K, 2000^3's does not. By
-// `replay --chain` over seeds 1, 101 and 201 (20 each), every size within 1% on all 60; with 260 at 4096^3
-// there on 56 of the 60; in the order 1000^3, 2000^3, 4096^3, which searched 2000^3 after 1000^3's fastest
-// alone, 1000^3 on 59, 2000^3 on 54 and 4096^3 on 59.
+// `replay --chain` over seeds 1, 101 and 201 (20 each), with 260 at 2000^3, every size within 1% on all 60
+// (with 390 there, seeds 1 to 20 all within 1% again); with 260 at 4096^3 there on 56 of the 60; in the order
+// 1000^3, 2000^3, 4096^3, which searched 2000^3 after 1000^3's fastest alone, 1000^3 on 59, 2000^3 on 54 and
+// 4096^3 on 59.
 TEST(Transfer, AMainJobsChainOnAnH200ReachesEachSizeWithTheBudgetsItsFamilyAsks) {
   const auto families = load_families({test::templates_dir()});
   const KernelFamily& family = find_family(families, "gemm_regtile");

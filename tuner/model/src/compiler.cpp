@@ -21,6 +21,8 @@
 #include "tiletune/dynamic_library.hpp"
 #include "tiletune/family.hpp"
 
+extern char** environ;  // the environment the compiler processes inherit
+
 namespace tiletune {
 
 using nlohmann::json;
@@ -355,8 +357,8 @@ std::string from_hex(std::string_view hex) {
 // Compiler processes are fresh programs (this executable started again with --tiletune-compile), never bare
 // forks: a fork of a process in which NVRTC or CUDA already ran can hang or fail. posix_spawn, not fork and
 // exec: a fork copies the page tables of a sweep's few hundred megabytes and makes every page copy-on-write
-// (with 500 MB, 8 ms a fork and more again in the parent's page faults after it, on the thread that waits
-// for its pick); a spawn shares the memory until the exec (0.2 ms). Each child compiles jobs
+// (with 500 MB, 8 to 15 ms a fork and more again in the parent's page faults after it, on the thread that
+// waits for its pick); a spawn shares the memory until the exec (0.2 ms). Each child compiles jobs
 // t with t % workers == its index, in order, and writes the cache; the jobs travel in a JSON file.
 std::vector<int> spawn_compilers(const std::vector<CompileJob>& jobs, const std::vector<std::size_t>& todo,
                                  const std::vector<std::string>& keys, const CompileCache& cache, int workers,
@@ -369,7 +371,7 @@ std::vector<int> spawn_compilers(const std::vector<CompileJob>& jobs, const std:
                     {"arch", jobs[i].arch},
                     {"options", jobs[i].options},
                     {"key", keys[i]}});
-  static int serial = 0;
+  static std::atomic<int> serial{0};
   *jobs_file =
       cache.dir() / ("jobs-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".json");
   if (!write_atomic(*jobs_file, json{{"cache", cache.dir().string()}, {"jobs", list}}.dump())) return {};
