@@ -210,10 +210,8 @@ conv2d_tiled(const float* __restrict__ in, float* __restrict__ out, int H, int W
   const bool vec =
       W % 4 == 0 && ((reinterpret_cast<unsigned long long>(in) | reinterpret_cast<unsigned long long>(out)) & 15) == 0;
   float* tile = reinterpret_cast<float*>(smem);
-#if EXACT
   if (r == RM) run<true>(in, out, H, W, mask_width, r, boundary, vec, tile);
-#else
-  if (r == RM) run<true>(in, out, H, W, mask_width, r, boundary, vec, tile);
+#if !EXACT
   else run<false>(in, out, H, W, mask_width, r, boundary, vec, tile);
 #endif
 }
