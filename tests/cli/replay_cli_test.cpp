@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_support.hpp"
 
@@ -71,6 +72,13 @@ TEST(ReplayCli, PrintsTheTableAndWritesTheCurves) {
   EXPECT_EQ(curves["format"], "tiletune-replay-curves");
   ASSERT_EQ(curves["spaces"].size(), 1u);
   EXPECT_EQ(curves["spaces"][0]["strategies"]["guided"].size(), 3u);  // one curve per seed
+  std::set<std::size_t> points;  // each step names the configuration it measured, once
+  for (const auto& step : curves["spaces"][0]["strategies"]["guided"][0]["curve"]) {
+    ASSERT_EQ(step.size(), 4u) << step;
+    EXPECT_TRUE(points.insert(step[3].get<std::size_t>()).second) << step;
+    EXPECT_LT(step[3].get<std::size_t>(), 116u) << step;
+  }
+  EXPECT_FALSE(points.empty());
   EXPECT_EQ(tiletune_cmd(args, dir).out, r.out) << "the same seeds give the same table";
 }
 

@@ -112,7 +112,8 @@ std::vector<std::string> replay_row(const ReplaySpace& space, const std::string&
     whole.push_back(run.curve.empty() ? 0 : run.curve.back().seconds);
     unused.push_back(static_cast<double>(run.unused_compiles));
     nlohmann::json curve = nlohmann::json::array();
-    for (const auto& step : run.curve) curve.push_back({step.evaluations, step.seconds, step.best_ms});
+    for (const auto& step : run.curve)
+      curve.push_back({step.evaluations, step.seconds, step.best_ms, step.point});
     curves.push_back({{"seed", a.first_seed + s},
                       {"curve", std::move(curve)},
                       {"compiles", run.compiles},
