@@ -79,8 +79,9 @@ class GuidedStrategy : public Strategy {
     random_start_ = std::clamp<std::size_t>(space_size / 50, 4, 16);
     for (const auto& p : options_.prior_log_times) offsets_.push_back(offsets_of(p));
     if (options_.initial == 0)
-      options_.initial =
-          options_.priors.empty() ? random_start_ : std::clamp<std::size_t>(space_size / 50, 4, 24);
+      options_.initial = options_.priors.empty()
+                             ? random_start_
+                             : std::clamp<std::size_t>(space_size / 50, 4, kTransferStartMost);
     full_picks_ = std::max<std::size_t>(options_.batch / 2, 1);
     options_.batch =
         space_size < kOnePickBelow ? 1 : std::clamp<std::size_t>(space_size / 40, 2, options_.batch);
