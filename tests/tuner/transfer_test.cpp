@@ -776,8 +776,9 @@ TEST(Transfer, AMainJobsChainOfGemmSizesReachesTheLargestWithinItsBudget) {
   }
   std::cout << "4096^3 after 1000^3 and 2048^3: within 1% on " << reached << " of 20 seeds, best "
             << std::exp(log_ratio / 20) << " of the optimum (geometric mean)\n";
-  // 14 of 20 with a start that follows the earlier sweeps for at most 24 measurements, 11 with 40 (over
-  // seeds 101 to 120 and 201 to 220: 14 and 12 against 13 and 12; see kTransferStartMost).
+  // 14 of 20 with a start that follows the earlier sweeps for at most 24 measurements, 12 with 40 (by
+  // replay --chain over seeds 101 to 120 and 201 to 220: 13 and 12 with 40, 14 and 12 with 24; see
+  // kTransferStartMost).
   EXPECT_GE(reached, 11u);
 }
 
