@@ -309,7 +309,7 @@ TEST(Transfer, FromAMainJobsOwnPartialSweepsTheH200s2000CubedIsReachedWithinItsF
   const ReplayStat stat = replay_stat(evaluations_to_1pct(target, o));
   std::cout << "within 1% on " << stat.reached << " of 20 seeds, after a median of " << stat.median << "\n";
   EXPECT_EQ(stat.reached, 20u);
-  // The start follows the earlier sweeps' order long enough to reach 2000^3's best, their 27th to 30th
+  // The start follows the earlier sweeps' order long enough to reach 2000^3's best, their 28th to 31st
   // fastest (a median of 166 with a start of at most 24; see kTransferStartMost).
   EXPECT_LE(stat.median, 40);
 }
@@ -752,8 +752,9 @@ TEST(Transfer, OnlyPriorsThatRankMostCandidatesJoinTheModelsColumns) {
 // 4096^3 came first). Here 1000^3 and 2048^3 are searched without transfer, then
 // 4096^3 (where 2 of 3,240 configurations are within 1%) from the two partial sweeps. Over seeds 1 to 80,
 // 4096^3 came within 1% on 46 with the partial sweeps' ranks as columns of the model, on 57 with them left
-// out (use_transfer), as without transfer; over seeds 1 to 20, 11 and 15. Replayed as a main job runs it
-// (2048^3 transferring from 1000^3 too), 49 and 62 of 80.
+// out (use_transfer), as without transfer; over seeds 1 to 20, 11 and 15 (with a start of at most 24
+// measurements, before kTransferStartMost was 40). Replayed as a main job runs it (2048^3 transferring from
+// 1000^3 too), 49 and 62 of 80.
 TEST(Transfer, AMainJobsChainOfGemmSizesReachesTheLargestWithinItsBudget) {
   std::vector<ReplaySpace> chain;
   for (const char* size : {"1000", "2048", "4096"}) chain.push_back(regtile(size));
@@ -776,9 +777,10 @@ TEST(Transfer, AMainJobsChainOfGemmSizesReachesTheLargestWithinItsBudget) {
   }
   std::cout << "4096^3 after 1000^3 and 2048^3: within 1% on " << reached << " of 20 seeds, best "
             << std::exp(log_ratio / 20) << " of the optimum (geometric mean)\n";
-  // 14 of 20 with a start that follows the earlier sweeps for at most 24 measurements, 12 with 40 (by
-  // replay --chain over seeds 101 to 120 and 201 to 220: 13 and 12 with 40, 14 and 12 with 24; see
-  // kTransferStartMost).
+  // Here 14 of 20 with a start that follows the earlier sweeps for at most 24 measurements, 12 with 40. The
+  // same three sizes by replay --chain (2048^3 transferring from 1000^3 too; --budget 130), seeds 1 to 20,
+  // 101 to 120 and 201 to 220: 11, 13 and 12 of 20 with 40, 14, 14 and 12 with 24
+  // (bench/results/replay-transfer-start-length.log; see kTransferStartMost).
   EXPECT_GE(reached, 11u);
 }
 

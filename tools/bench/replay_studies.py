@@ -144,7 +144,7 @@ def patience(curve_files, waits=(30, 40, 60), least=48):
             stops = []
             for r in runs:
                 curve, last, stop = r["curve"], 0, r["curve"][-1]
-                for i, (evaluations, seconds, best_ms) in enumerate(curve):
+                for i, (evaluations, seconds, best_ms, *_) in enumerate(curve):
                     if i and best_ms < curve[i - 1][2] * 0.995:
                         last = evaluations
                     if evaluations - last >= wait and evaluations >= least:

@@ -229,7 +229,7 @@ void replay_all(const ReplayArgs& a, const std::vector<ReplaySpace>& spaces) {
   print_table(std::cout, header, table);
   if (!a.curves.empty())
     write_file_replacing(a.curves, nlohmann::json{{"format", "tiletune-replay-curves"},
-                                                  {"columns", {"evaluations", "seconds", "best_ms"}},
+                                                  {"columns", {"evaluations", "seconds", "best_ms", "point"}},
                                                   {"spaces", std::move(curves)}}
                                            .dump() +
                                        "\n");

@@ -35,7 +35,7 @@ constexpr std::size_t kNoPrior = static_cast<std::size_t>(-1);
 // The longest start that follows earlier sweeps (transfer; GuidedOptions::initial left at 0): a fiftieth of
 // the space, at least 4. It ends sooner where the measured times say the earlier sweeps are unlike this
 // problem (see agreement_after), so it runs long only while they fit. It was 24 until replay showed a main
-// job's partial sweeps of gemm_regtile 4096^3 and 1000^3 that held 2000^3's best only as their 27th to 30th
+// job's partial sweeps of gemm_regtile 4096^3 and 1000^3 that held 2000^3's best only as their 28th to 31st
 // fastest leaving 2000^3 a median of 166 and 176 evaluations to within 1% (seeds 1 and 101; 82 to 124 with no
 // transfer), 31 with 40; see docs/search.md for what else it moved, both ways.
 constexpr std::size_t kTransferStartMost = 40;
