@@ -810,6 +810,33 @@ TEST(Transfer, OnePartialSweepOfAnotherSizeGivesOnlyItsFastest) {
   EXPECT_EQ(beside.line.find("scaled"), std::string::npos) << beside.line;
 }
 
+// conv1d_register's MAX_MASK bounds the mask a configuration is compiled for: the fastest at mask 5 (MAX_MASK
+// 7 or 15) cannot run at mask 63, and what runs at both is slow at mask 5. A sweep none of whose fastest
+// configurations runs here transfers nothing, and the sweep says so. Followed, the mask-5 sweep (Kernel
+// Tuner's cache) took mask 63 to within 1% after 32 evaluations on every seed; on its own it needs 10.
+TEST(Transfer, ASweepWhoseFastestCannotRunHereTransfersNothing) {
+  const ReplaySpace mask63 = read_replay_space(test::spaces_dir() / "conv1d_register-2p28-mask63-h100.csv");
+  const ReplaySpace mask5 = read_replay_space(test::spaces_dir() / "conv1d_register-kt-h100.csv");
+  std::vector<Params> params;
+  for (const auto& p : mask63.points) params.push_back(p.params);
+  const Transfer t = transfer_from({prior_sweep_of(mask5)}, params, 3, grid_waves_of(mask63));
+  EXPECT_TRUE(t.first.empty());
+  EXPECT_TRUE(t.ranks.empty());
+  EXPECT_NE(t.line.find("guided: no transfer from 1 sweep of this family"), std::string::npos) << t.line;
+  EXPECT_NE(t.line.find("none of their 3 fastest configurations runs on this problem"), std::string::npos);
+  // Beside a sweep whose fastest do run here (mask 63's own, as on another GPU), only that one speaks.
+  const Transfer both =
+      transfer_from({prior_sweep_of(mask5), prior_sweep_of(mask63)}, params, 3, grid_waves_of(mask63));
+  EXPECT_EQ(both.first.size(), 3u);
+  EXPECT_EQ(both.line.find("no transfer"), std::string::npos) << both.line;
+  EXPECT_EQ(both.line.find(mask5.name), std::string::npos) << both.line;
+  ReplayOptions o;
+  o.transfer = {prior_sweep_of(mask5)};
+  const std::vector<double> with = evaluations_to_1pct(mask63, o), without = evaluations_to_1pct(mask63, {});
+  EXPECT_EQ(with, without);
+  EXPECT_LE(replay_stat(with).median, 12) << "with transfer, as it was: 32";
+}
+
 // A chain of 1000^3, then 2048^3 from the one partial sweep before it (as gemm_regtile's main job ran before
 // 4096^3 came first; now its second size, 1000^3, follows 4096^3's one partial sweep alike). Over seeds 1 to
 // 80, 2048^3 came within 1% on 68 with only that sweep's fastest first, on 55 following its order in the

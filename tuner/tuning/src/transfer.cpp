@@ -262,14 +262,56 @@ void add_members(const std::vector<std::vector<double>>& scaled, Transfer& t) {
   }
 }
 
+// Whether any of a sweep's `count` fastest configurations (by its own times) is one of the candidates here.
+// Where none is, the sweep's problem lies in another regime: `conv1d_register`'s MAX_MASK bounds the mask
+// it is compiled for, so the fastest at mask 5 (MAX_MASK 7 or 15) cannot run at mask 63, and what can run
+// at both (MAX_MASK 63) is slow at mask 5. Followed, such sweeps ordered the start by the wrong regime: by
+// replay of a main job's sweeps, mask 63 took 30 evaluations to within 1% from masks 3, 5 and 31 against 8
+// on its own, and `conv2d_tiled` mask 15 from masks 3, 5 and 9 32 against 26.
+bool fastest_run_here(const PriorSweep& sweep, const std::map<std::string, std::size_t>& slot,
+                      std::size_t count) {
+  std::vector<std::pair<double, const Params*>> ok;
+  for (const auto& [params, median] : sweep.results)
+    if (median) ok.emplace_back(*median, &params);
+  const auto n = std::min(count, ok.size());
+  std::partial_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(n), ok.end(),
+                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  return std::any_of(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(n),
+                     [&](const auto& r) { return slot.count(params_to_text(*r.second)) > 0; });
+}
+
+// Whether any configuration of the sweeps is one of the candidates here.
+bool any_runs_here(const std::vector<PriorSweep>& prior, const std::map<std::string, std::size_t>& slot) {
+  for (const auto& sweep : prior)
+    for (const auto& result : sweep.results)
+      if (slot.count(params_to_text(result.first)) > 0) return true;
+  return false;
+}
+
+// "guided: no transfer from 3 sweeps of this family (LABEL; ...): none of their 3 fastest configurations
+// runs on this problem".
+std::string no_transfer_line(const std::vector<PriorSweep>& prior, std::size_t count) {
+  std::string head = transfer_head(prior);
+  head.replace(0, std::string("guided: transfer").size(), "guided: no transfer");
+  return head + ": none of their " + std::to_string(count) +
+         " fastest configurations runs on this problem, so the search starts on its own";
+}
+
 }  // namespace
 
-Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
+Transfer transfer_from(const std::vector<PriorSweep>& all, const std::vector<Params>& candidates,
                        std::size_t first_per_sweep, const GridWaves& waves) {
   Transfer t;
-  if (prior.empty()) return t;
+  if (all.empty()) return t;
   std::map<std::string, std::size_t> slot;
   for (std::size_t i = 0; i < candidates.size(); ++i) slot[params_to_text(candidates[i])] = i;
+  std::vector<PriorSweep> prior;
+  for (const auto& sweep : all)
+    if (fastest_run_here(sweep, slot, first_per_sweep)) prior.push_back(sweep);
+  if (prior.empty()) {  // silent where none of their configurations is one of these (see below)
+    if (any_runs_here(all, slot)) t.line = no_transfer_line(all, first_per_sweep);
+    return t;
+  }
   // A sweep of this problem (a sibling's, or on another GPU with as many SMs) speaks for itself, first, as
   // does one whose grids are not known; the sweeps whose times were scaled from other problems speak as one,
   // their consensus, after them.
