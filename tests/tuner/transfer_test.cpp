@@ -294,8 +294,8 @@ TEST(Transfer, ASizeWhosePriorsFavouritesAreAllSlowTurnsOnTheirMisfit) {
 // 2000^3's best (BK 8, 128 x 128, EDGE_SHIFT 1). Replayed from those same partial sweeps on the H200's
 // 2000^3 space, 260 missed 1% on 3 of seeds 1 to 20 (9 of 60 over seeds 1, 101 and 201) and 390 reached it on
 // all 60 (at most 367), after a median of 166. The start now follows those sweeps' order longer
-// (kTransferStartMost), and reaches it after 31 on most seeds (the latest at 139 over seeds 1 and 101), so the
-// family asks 260 there again.
+// (kTransferStartMost), and reaches it after 31 on most seeds (the latest at 139 over seeds 1 and 101), so
+// the family asks 260 there again.
 TEST(Transfer, FromAMainJobsOwnPartialSweepsTheH200s2000CubedIsReachedWithinItsFamilysBudget) {
   const auto families = load_families({test::templates_dir()});
   const KernelFamily& family = find_family(families, "gemm_regtile");
@@ -863,9 +863,9 @@ TEST(Transfer, AMainJobsSecondSizeSearchesOnItsOwnAfterTheFirstsFastest) {
 // at 4096^3, 260 at 1000^3 and 2000^3), each transferring from the partial sweeps before it. 2000^3 holds 4
 // configurations within 1% of its best, 4096^3 3, 1000^3 2; 1000^3's best splits K, 2000^3's does not. By
 // `replay --chain` over seeds 1, 101 and 201 (20 each), with 260 at 2000^3, every size within 1% on all 60
-// (again with the start of at most 40: 2000^3 after a median of 8, the latest at 127); with 260 at 4096^3 there on 56 of the 60; in the order
-// 1000^3, 2000^3, 4096^3, which searched 2000^3 after 1000^3's fastest alone, 1000^3 on 59, 2000^3 on 54 and
-// 4096^3 on 59.
+// (again with the start of at most 40: 2000^3 after a median of 8, the latest at 127); with 260 at 4096^3
+// there on 56 of the 60; in the order 1000^3, 2000^3, 4096^3, which searched 2000^3 after 1000^3's fastest
+// alone, 1000^3 on 59, 2000^3 on 54 and 4096^3 on 59.
 TEST(Transfer, AMainJobsChainOnAnH200ReachesEachSizeWithTheBudgetsItsFamilyAsks) {
   const auto families = load_families({test::templates_dir()});
   const KernelFamily& family = find_family(families, "gemm_regtile");

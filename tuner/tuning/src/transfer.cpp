@@ -280,6 +280,15 @@ bool fastest_run_here(const PriorSweep& sweep, const std::map<std::string, std::
                      [&](const auto& r) { return slot.count(params_to_text(*r.second)) > 0; });
 }
 
+// The sweeps some of whose `count` fastest configurations run here (see fastest_run_here).
+std::vector<PriorSweep> in_this_regime(const std::vector<PriorSweep>& all,
+                                       const std::map<std::string, std::size_t>& slot, std::size_t count) {
+  std::vector<PriorSweep> out;
+  for (const auto& sweep : all)
+    if (fastest_run_here(sweep, slot, count)) out.push_back(sweep);
+  return out;
+}
+
 // Whether any configuration of the sweeps is one of the candidates here.
 bool any_runs_here(const std::vector<PriorSweep>& prior, const std::map<std::string, std::size_t>& slot) {
   for (const auto& sweep : prior)
@@ -297,6 +306,21 @@ std::string no_transfer_line(const std::vector<PriorSweep>& prior, std::size_t c
          " fastest configurations runs on this problem, so the search starts on its own";
 }
 
+// "guided: transfer from ...: their 9 fastest first, then the rank order of it (times scaled ...)": what the
+// start follows, given `scaled` sweeps whose times were scaled (`lone_partial`: one, too sparse to order).
+std::string follow_line(const std::vector<PriorSweep>& prior, const Transfer& t, std::size_t scaled,
+                        bool lone_partial) {
+  const std::string scaling = scaled == 0 || lone_partial ? ""  // no scaled order is followed
+                              : scaled > 1
+                                  ? " (times scaled to this problem's waves of blocks, their consensus)"
+                                  : " (times scaled to this problem's waves of blocks)";
+  return transfer_head(prior) + ": their " + std::to_string(t.first.size()) + " fastest first, then " +
+         (t.ranks.empty()      ? "a search of its own (one partial sweep of another problem orders little "
+                                 "beyond its fastest)"
+          : t.ranks.size() > 1 ? "the rank order of the one that agrees best with what is measured" + scaling
+                               : "the rank order of it" + scaling);
+}
+
 }  // namespace
 
 Transfer transfer_from(const std::vector<PriorSweep>& all, const std::vector<Params>& candidates,
@@ -305,9 +329,7 @@ Transfer transfer_from(const std::vector<PriorSweep>& all, const std::vector<Par
   if (all.empty()) return t;
   std::map<std::string, std::size_t> slot;
   for (std::size_t i = 0; i < candidates.size(); ++i) slot[params_to_text(candidates[i])] = i;
-  std::vector<PriorSweep> prior;
-  for (const auto& sweep : all)
-    if (fastest_run_here(sweep, slot, first_per_sweep)) prior.push_back(sweep);
+  const std::vector<PriorSweep> prior = in_this_regime(all, slot, first_per_sweep);
   if (prior.empty()) {  // silent where none of their configurations is one of these (see below)
     if (any_runs_here(all, slot)) t.line = no_transfer_line(all, first_per_sweep);
     return t;
@@ -339,16 +361,7 @@ Transfer transfer_from(const std::vector<PriorSweep>& all, const std::vector<Par
     if (scaled.size() > 1) own.push_back(fastest_of(one, first_per_sweep));
   add_in_turn(own, first_per_sweep, t.first);
   if (t.first.empty()) return {};  // none of their configurations is one of these: nothing to say
-  const std::string scaling = scaled.empty() || lone_partial ? ""  // no scaled order is followed
-                              : scaled.size() > 1
-                                  ? " (times scaled to this problem's waves of blocks, their consensus)"
-                                  : " (times scaled to this problem's waves of blocks)";
-  t.line =
-      transfer_head(prior) + ": their " + std::to_string(t.first.size()) + " fastest first, then " +
-      (t.ranks.empty()      ? "a search of its own (one partial sweep of another problem orders little "
-                              "beyond its fastest)"
-       : t.ranks.size() > 1 ? "the rank order of the one that agrees best with what is measured" + scaling
-                            : "the rank order of it" + scaling);
+  t.line = follow_line(prior, t, scaled.size(), lone_partial);
   return t;
 }
 
