@@ -812,9 +812,10 @@ TEST(Transfer, OnePartialSweepOfAnotherSizeGivesOnlyItsFastest) {
 }
 
 // conv1d_register's MAX_MASK bounds the mask a configuration is compiled for: the fastest at mask 5 (MAX_MASK
-// 7 or 15) cannot run at mask 63, and what runs at both is slow at mask 5. A sweep none of whose fastest
-// configurations runs here transfers nothing, and the sweep says so. Followed, the mask-5 sweep (Kernel
-// Tuner's cache) took mask 63 to within 1% after 32 evaluations on every seed; on its own it needs 10.
+// 7 or 31 in this sweep) cannot run at mask 63, and what runs at both is slow at mask 5. A sweep none of
+// whose fastest configurations runs here transfers nothing, and the sweep says so. Followed, the mask-5 sweep
+// (Kernel Tuner's cache) took mask 63 to within 1% after 32 evaluations on every seed; on its own it
+// needs 10.
 TEST(Transfer, ASweepWhoseFastestCannotRunHereTransfersNothing) {
   const ReplaySpace mask63 = read_replay_space(test::spaces_dir() / "conv1d_register-2p28-mask63-h100.csv");
   const ReplaySpace mask5 = read_replay_space(test::spaces_dir() / "conv1d_register-kt-h100.csv");
@@ -825,6 +826,11 @@ TEST(Transfer, ASweepWhoseFastestCannotRunHereTransfersNothing) {
   EXPECT_TRUE(t.ranks.empty());
   EXPECT_NE(t.line.find("guided: no transfer from 1 sweep of this family"), std::string::npos) << t.line;
   EXPECT_NE(t.line.find("none of their 3 fastest configurations runs on this problem"), std::string::npos);
+  // A sweep without a single time (every configuration failed) says nothing, as one that shares none.
+  PriorSweep failed;
+  failed.label = "failed everywhere";
+  for (const auto& p : mask63.points) failed.results.emplace_back(p.params, std::nullopt);
+  EXPECT_TRUE(transfer_from({failed}, params).line.empty()) << transfer_from({failed}, params).line;
   // Beside a sweep whose fastest do run here (mask 63's own, as on another GPU), only that one speaks.
   const Transfer both =
       transfer_from({prior_sweep_of(mask5), prior_sweep_of(mask63)}, params, 3, grid_waves_of(mask63));

@@ -264,20 +264,19 @@ void add_members(const std::vector<std::vector<double>>& scaled, Transfer& t) {
 
 // Whether any of a sweep's `count` fastest configurations (by its own times) is one of the candidates here.
 // Where none is, the sweep's problem lies in another regime: `conv1d_register`'s MAX_MASK bounds the mask
-// it is compiled for, so the fastest at mask 5 (MAX_MASK 7 or 15) cannot run at mask 63, and what can run
+// it is compiled for, so the fastest at mask 5 (MAX_MASK 7 to 31) cannot run at mask 63, and what can run
 // at both (MAX_MASK 63) is slow at mask 5. Followed, such sweeps ordered the start by the wrong regime: by
-// replay of a main job's sweeps, mask 63 took 30 evaluations to within 1% from masks 3, 5 and 31 against 8
-// on its own, and `conv2d_tiled` mask 15 from masks 3, 5 and 9 32 against 26.
+// replay of a main job's sweeps, mask 63 took 30 evaluations to within 1% from masks 3, 5 and 31 against 9
+// on its own, and `conv2d_tiled` mask 15 from masks 3, 5 and 9 32 against 26. Ties go by the configurations'
+// text, so that the answer does not hang on the order of the results.
 bool fastest_run_here(const PriorSweep& sweep, const std::map<std::string, std::size_t>& slot,
                       std::size_t count) {
-  std::vector<std::pair<double, const Params*>> ok;
+  std::vector<std::pair<double, std::string>> ok;
   for (const auto& [params, median] : sweep.results)
-    if (median) ok.emplace_back(*median, &params);
-  const auto n = std::min(count, ok.size());
-  std::partial_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(n), ok.end(),
-                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  return std::any_of(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(n),
-                     [&](const auto& r) { return slot.count(params_to_text(*r.second)) > 0; });
+    if (median) ok.emplace_back(*median, params_to_text(params));
+  const auto n = static_cast<std::ptrdiff_t>(std::min(count, ok.size()));
+  std::partial_sort(ok.begin(), ok.begin() + n, ok.end());
+  return std::any_of(ok.begin(), ok.begin() + n, [&](const auto& r) { return slot.count(r.second) > 0; });
 }
 
 // The sweeps some of whose `count` fastest configurations run here (see fastest_run_here).
@@ -289,11 +288,11 @@ std::vector<PriorSweep> in_this_regime(const std::vector<PriorSweep>& all,
   return out;
 }
 
-// Whether any configuration of the sweeps is one of the candidates here.
+// Whether any configuration the sweeps ran (a result with a time) is one of the candidates here.
 bool any_runs_here(const std::vector<PriorSweep>& prior, const std::map<std::string, std::size_t>& slot) {
   for (const auto& sweep : prior)
-    for (const auto& result : sweep.results)
-      if (slot.count(params_to_text(result.first)) > 0) return true;
+    for (const auto& [params, median] : sweep.results)
+      if (median && slot.count(params_to_text(params)) > 0) return true;
   return false;
 }
 

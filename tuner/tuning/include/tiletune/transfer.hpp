@@ -122,7 +122,7 @@ struct Transfer {
 // `first_per_sweep`: how many of each prior's fastest configurations are measured first. Where none of
 // the prior sweeps' configurations is among `candidates`, the transfer is empty (no line). A sweep none of
 // whose `first_per_sweep` fastest configurations (by its own times) is a candidate here is left out: its
-// problem lies in another regime (`conv1d_register` at mask 5, whose fastest bound the mask by 7 or 15, for
+// problem lies in another regime (`conv1d_register` at mask 5, whose fastest bound the mask by 7 to 31, for
 // mask 63); where every sweep is, the transfer is empty and its line says why. `waves`: the
 // candidates' grids, to scale the earlier sweeps' times by (empty: their times as they are).
 Transfer transfer_from(const std::vector<PriorSweep>& prior, const std::vector<Params>& candidates,
