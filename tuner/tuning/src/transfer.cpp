@@ -279,13 +279,17 @@ bool fastest_run_here(const PriorSweep& sweep, const std::map<std::string, std::
   return std::any_of(ok.begin(), ok.begin() + n, [&](const auto& r) { return slot.count(r.second) > 0; });
 }
 
-// The sweeps some of whose `count` fastest configurations run here (see fastest_run_here).
-std::vector<PriorSweep> in_this_regime(const std::vector<PriorSweep>& all,
-                                       const std::map<std::string, std::size_t>& slot, std::size_t count) {
-  std::vector<PriorSweep> out;
-  for (const auto& sweep : all)
-    if (fastest_run_here(sweep, slot, count)) out.push_back(sweep);
-  return out;
+// The sweeps some of whose `count` fastest configurations run here (see fastest_run_here): `all` itself where
+// every one does (the common case, copied nowhere), else those copied into `kept`.
+const std::vector<PriorSweep>& in_this_regime(const std::vector<PriorSweep>& all,
+                                              const std::map<std::string, std::size_t>& slot,
+                                              std::size_t count, std::vector<PriorSweep>& kept) {
+  std::vector<bool> here;
+  for (const auto& sweep : all) here.push_back(fastest_run_here(sweep, slot, count));
+  if (std::all_of(here.begin(), here.end(), [](bool h) { return h; })) return all;
+  for (std::size_t s = 0; s < all.size(); ++s)
+    if (here[s]) kept.push_back(all[s]);
+  return kept;
 }
 
 // Whether any configuration the sweeps ran (a result with a time) is one of the candidates here.
@@ -328,7 +332,8 @@ Transfer transfer_from(const std::vector<PriorSweep>& all, const std::vector<Par
   if (all.empty()) return t;
   std::map<std::string, std::size_t> slot;
   for (std::size_t i = 0; i < candidates.size(); ++i) slot[params_to_text(candidates[i])] = i;
-  const std::vector<PriorSweep> prior = in_this_regime(all, slot, first_per_sweep);
+  std::vector<PriorSweep> kept;
+  const std::vector<PriorSweep>& prior = in_this_regime(all, slot, first_per_sweep, kept);
   if (prior.empty()) {  // silent where none of their configurations is one of these (see below)
     if (any_runs_here(all, slot)) t.line = no_transfer_line(all, first_per_sweep);
     return t;
