@@ -830,7 +830,9 @@ TEST(Transfer, ASweepWhoseFastestCannotRunHereTransfersNothing) {
   PriorSweep failed;
   failed.label = "failed everywhere";
   for (const auto& p : mask63.points) failed.results.emplace_back(p.params, std::nullopt);
-  EXPECT_TRUE(transfer_from({failed}, params).line.empty()) << transfer_from({failed}, params).line;
+  const Transfer none = transfer_from({failed}, params);
+  EXPECT_TRUE(none.line.empty()) << none.line;
+  EXPECT_TRUE(none.first.empty());
   // Beside a sweep whose fastest do run here (mask 63's own, as on another GPU), only that one speaks.
   const Transfer both =
       transfer_from({prior_sweep_of(mask5), prior_sweep_of(mask63)}, params, 3, grid_waves_of(mask63));

@@ -229,15 +229,16 @@ std::vector<float> logs_of(const std::vector<double>& times) {
   return out;
 }
 
-// "guided: transfer from 2 sweeps of this family (LABEL; LABEL)": the start of the line that says so.
-std::string transfer_head(const std::vector<PriorSweep>& prior) {
+// "guided: transfer from 2 sweeps of this family (LABEL; LABEL)": the start of the line that says so
+// (`verb` "no transfer" where none is followed).
+std::string transfer_head(const std::vector<PriorSweep>& prior, const std::string& verb = "transfer") {
   const auto siblings =
       std::count_if(prior.begin(), prior.end(), [](const PriorSweep& p) { return p.sibling; });
   const std::string whose = siblings == 0 ? "this family"
                             : siblings == static_cast<std::ptrdiff_t>(prior.size())
                                 ? "sibling families"
                                 : "this family and siblings";
-  std::string line = "guided: transfer from " + std::to_string(prior.size()) + " sweep" +
+  std::string line = "guided: " + verb + " from " + std::to_string(prior.size()) + " sweep" +
                      (prior.size() > 1 ? "s" : "") + " of " + whose + " (";
   for (std::size_t s = 0; s < prior.size(); ++s) line += (s ? "; " : "") + prior[s].label;
   return line + ")";
@@ -269,14 +270,22 @@ void add_members(const std::vector<std::vector<double>>& scaled, Transfer& t) {
 // replay of a main job's sweeps, mask 63 took 30 evaluations to within 1% from masks 3, 5 and 31 against 9
 // on its own, and `conv2d_tiled` mask 15 from masks 3, 5 and 9 32 against 26. Ties go by the configurations'
 // text, so that the answer does not hang on the order of the results.
+// Only the results no slower than the `count`-th fastest are put in words.
 bool fastest_run_here(const PriorSweep& sweep, const std::map<std::string, std::size_t>& slot,
                       std::size_t count) {
+  std::vector<double> times;
+  for (const auto& r : sweep.results)
+    if (r.second) times.push_back(*r.second);
+  if (times.empty() || count == 0) return false;
+  const std::size_t n = std::min(count, times.size());
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(n - 1), times.end());
+  const double cut = times[n - 1];
   std::vector<std::pair<double, std::string>> ok;
   for (const auto& [params, median] : sweep.results)
-    if (median) ok.emplace_back(*median, params_to_text(params));
-  const auto n = static_cast<std::ptrdiff_t>(std::min(count, ok.size()));
-  std::partial_sort(ok.begin(), ok.begin() + n, ok.end());
-  return std::any_of(ok.begin(), ok.begin() + n, [&](const auto& r) { return slot.count(r.second) > 0; });
+    if (median && *median <= cut) ok.emplace_back(*median, params_to_text(params));
+  std::partial_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(n), ok.end());
+  return std::any_of(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(n),
+                     [&](const auto& r) { return slot.count(r.second) > 0; });
 }
 
 // The sweeps some of whose `count` fastest configurations run here (see fastest_run_here): `all` itself where
@@ -303,9 +312,7 @@ bool any_runs_here(const std::vector<PriorSweep>& prior, const std::map<std::str
 // "guided: no transfer from 3 sweeps of this family (LABEL; ...): none of their 3 fastest configurations
 // runs on this problem".
 std::string no_transfer_line(const std::vector<PriorSweep>& prior, std::size_t count) {
-  std::string head = transfer_head(prior);
-  head.replace(0, std::string("guided: transfer").size(), "guided: no transfer");
-  return head + ": none of their " + std::to_string(count) +
+  return transfer_head(prior, "no transfer") + ": none of their " + std::to_string(count) +
          " fastest configurations runs on this problem, so the search starts on its own";
 }
 
@@ -334,7 +341,7 @@ Transfer transfer_from(const std::vector<PriorSweep>& all, const std::vector<Par
   for (std::size_t i = 0; i < candidates.size(); ++i) slot[params_to_text(candidates[i])] = i;
   std::vector<PriorSweep> kept;
   const std::vector<PriorSweep>& prior = in_this_regime(all, slot, first_per_sweep, kept);
-  if (prior.empty()) {  // silent where none of their configurations is one of these (see below)
+  if (prior.empty()) {  // silent where none of their configurations is one of these
     if (any_runs_here(all, slot)) t.line = no_transfer_line(all, first_per_sweep);
     return t;
   }
@@ -363,8 +370,7 @@ Transfer transfer_from(const std::vector<PriorSweep>& all, const std::vector<Par
   std::vector<std::vector<std::size_t>> own;
   for (const auto& one : scaled)
     if (scaled.size() > 1) own.push_back(fastest_of(one, first_per_sweep));
-  add_in_turn(own, first_per_sweep, t.first);
-  if (t.first.empty()) return {};  // none of their configurations is one of these: nothing to say
+  add_in_turn(own, first_per_sweep, t.first);  // not empty: some sweep's fastest runs here
   t.line = follow_line(prior, t, scaled.size(), lone_partial);
   return t;
 }
