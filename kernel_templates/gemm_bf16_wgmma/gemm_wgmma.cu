@@ -206,13 +206,27 @@ __device__ __forceinline__ unsigned long long smem_desc_kn(unsigned addr) {
          (static_cast<unsigned long long>(BKN_ATOM_BYTES >> 4) << 16) | (64ull << 32) | (1ull << 62);
 }
 
-// Shared-memory descriptor of B's part for the wgmma at k offset `k` (elements) of a stage.
-__device__ __forceinline__ unsigned long long b_desc(unsigned stage_base, int k) {
+// The descriptor of B at `addr`, the start of a stage.
+__device__ __forceinline__ unsigned long long b_desc(unsigned addr) {
 #if B_KN
-  return smem_desc_kn(stage_base + k * 128);
+  return smem_desc_kn(addr);
 #else
-  return smem_desc(stage_base + (k / ATOM_K) * B_ATOM_BYTES + (k % ATOM_K) * AB_BYTES);
+  return smem_desc(addr);
 #endif
+}
+
+// Where B's part for the wgmma at k offset `k` (elements) lies in a stage, in bytes.
+__device__ __forceinline__ constexpr unsigned b_offset(int k) {
+  return B_KN ? k * 128 : (k / ATOM_K) * B_ATOM_BYTES + (k % ATOM_K) * AB_BYTES;
+}
+
+// A descriptor `bytes` further on (a multiple of 16): its start address field, the address over 16, grows by
+// bytes / 16. Every shared-memory address here is below 256 KB, so the field's 14 bits never carry. Each
+// wgmma's descriptors are a consumer's two bases plus a constant: computed from each address, they took
+// about 40 more integer instructions a k-tile and warp than cuBLAS's kernel spends (Nsight Compute), in
+// vector registers moved to uniform ones before every wgmma.
+__device__ __forceinline__ unsigned long long desc_plus(unsigned long long desc, unsigned bytes) {
+  return desc + (bytes >> 4);
 }
 
 // The ring's next stage; its barriers' phase flips each time the ring wraps.
@@ -682,7 +696,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const unsigned full_bar = sC + CONSUMERS * C_WG_BYTES;
   const unsigned empty_bar = full_bar + 8 * STAGES;
 
-  const int warpgroup = threadIdx.x / 128;
+  // The same in every thread of a warp, which the compiler sees through the shuffle: the consumers'
+  // descriptors then live in uniform registers, where wgmma reads them.
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   const int t = threadIdx.x % 128;
   unsigned rank = 0;
   if (CLUSTER > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
@@ -779,6 +795,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const int wg = warpgroup - 1;
     const int warp = t / 32, lane = t % 32;
     const int row0 = SCHEDULE ? 0 : wg * WG_M;  // this consumer's first row in the tile
+    // The descriptors of this consumer's rows of A and of B at the start of stage 0 (see desc_plus).
+    const unsigned long long a_desc0 = smem_desc(sA + row0 * 128), b_desc0 = b_desc(sB);
     float acc[M_ITERS][BN / 2];
     int stage = 0;
     unsigned phase = 0;
@@ -815,15 +833,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       for (int kt = 0; kt < k_tiles; ++kt) {
         mbar_wait(full_bar + 8 * stage, phase);
         wgmma_fence();
+        const unsigned long long a_stage = desc_plus(a_desc0, stage * A_STAGE_BYTES);
+        const unsigned long long b_stage = desc_plus(b_desc0, stage * B_STAGE_BYTES);
 #pragma unroll
         for (int a = 0; a < K_ATOMS; ++a) {
 #pragma unroll
           for (int ks = 0; ks < ATOM_K / MMA_K; ++ks) {
-            const unsigned long long db = b_desc(sB + stage * B_STAGE_BYTES, a * ATOM_K + ks * MMA_K);
+            const unsigned long long db = desc_plus(b_stage, b_offset(a * ATOM_K + ks * MMA_K));
 #pragma unroll
             for (int mi = 0; mi < M_ITERS; ++mi) {
-              const unsigned long long da = smem_desc(sA + stage * A_STAGE_BYTES + a * A_ATOM_BYTES +
-                                                      (row0 + mi * 64) * 128 + ks * MMA_K * AB_BYTES);
+              const unsigned long long da =
+                  desc_plus(a_stage, a * A_ATOM_BYTES + mi * 64 * 128 + ks * MMA_K * AB_BYTES);
               wgmma<BN>(acc[mi], da, db, (kt | a | ks) != 0);
             }
           }
