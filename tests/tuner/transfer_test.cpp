@@ -846,6 +846,23 @@ TEST(Transfer, ASweepWhoseFastestCannotRunHereTransfersNothing) {
   EXPECT_LE(replay_stat(with).median, 12) << "with transfer, as it was: 32";
 }
 
+// Times no store or space file gives: a NaN time is no time (the sweep's fastest are its others), and a sweep
+// not conformed that holds a configuration twice, the later a failure, says nothing.
+TEST(Transfer, ANaNTimeOrAConfigurationTwiceIsReadSafely) {
+  const auto at = [](std::int64_t a) { return Params{{"A", a}}; };
+  PriorSweep odd;
+  odd.label = "odd";
+  odd.results = {{at(1), NAN}, {at(2), 2.0}, {at(3), 3.0}};
+  const Transfer t = transfer_from({odd}, {at(1), at(2)});
+  EXPECT_EQ(t.first, (std::vector<std::size_t>{1})) << t.line;
+  odd.results = {{at(1), NAN}};
+  EXPECT_TRUE(transfer_from({odd}, {at(1)}).line.empty());
+  odd.results = {{at(1), 1.0}, {at(1), std::nullopt}};
+  const Transfer twice = transfer_from({odd}, {at(1)});
+  EXPECT_TRUE(twice.first.empty());
+  EXPECT_TRUE(twice.line.empty()) << twice.line;
+}
+
 // A chain of 1000^3, then 2048^3 from the one partial sweep before it (as gemm_regtile's main job ran before
 // 4096^3 came first; now its second size, 1000^3, follows 4096^3's one partial sweep alike). Over seeds 1 to
 // 80, 2048^3 came within 1% on 68 with only that sweep's fastest first, on 55 following its order in the

@@ -273,9 +273,9 @@ void add_members(const std::vector<std::vector<double>>& scaled, Transfer& t) {
 // Only the results no slower than the `count`-th fastest are put in words.
 bool fastest_run_here(const PriorSweep& sweep, const std::map<std::string, std::size_t>& slot,
                       std::size_t count) {
-  std::vector<double> times;
+  std::vector<double> times;  // a NaN time (not one a store or a space file gives) is no time
   for (const auto& r : sweep.results)
-    if (r.second) times.push_back(*r.second);
+    if (r.second && !std::isnan(*r.second)) times.push_back(*r.second);
   if (times.empty() || count == 0) return false;
   const std::size_t n = std::min(count, times.size());
   std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(n - 1), times.end());
@@ -305,7 +305,7 @@ const std::vector<PriorSweep>& in_this_regime(const std::vector<PriorSweep>& all
 bool any_runs_here(const std::vector<PriorSweep>& prior, const std::map<std::string, std::size_t>& slot) {
   for (const auto& sweep : prior)
     for (const auto& [params, median] : sweep.results)
-      if (median && slot.count(params_to_text(params)) > 0) return true;
+      if (median && !std::isnan(*median) && slot.count(params_to_text(params)) > 0) return true;
   return false;
 }
 
@@ -370,7 +370,10 @@ Transfer transfer_from(const std::vector<PriorSweep>& all, const std::vector<Par
   std::vector<std::vector<std::size_t>> own;
   for (const auto& one : scaled)
     if (scaled.size() > 1) own.push_back(fastest_of(one, first_per_sweep));
-  add_in_turn(own, first_per_sweep, t.first);  // not empty: some sweep's fastest runs here
+  add_in_turn(own, first_per_sweep, t.first);
+  // A kept sweep's fastest runs here, so `first` holds it; but a sweep not conformed may hold a configuration
+  // twice, the later a failure, and then nothing is said.
+  if (t.first.empty()) return {};
   t.line = follow_line(prior, t, scaled.size(), lone_partial);
   return t;
 }
