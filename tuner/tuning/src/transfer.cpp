@@ -263,6 +263,10 @@ void add_members(const std::vector<std::vector<double>>& scaled, Transfer& t) {
   }
 }
 
+// Whether a result has a time: it ran, and its time is a number (a NaN, which no store or space file
+// gives, is no time).
+bool has_time(const std::optional<double>& median) { return median && !std::isnan(*median); }
+
 // Whether any of a sweep's `count` fastest configurations (by its own times) is one of the candidates here.
 // Where none is, the sweep's problem lies in another regime: `conv1d_register`'s MAX_MASK bounds the mask
 // it is compiled for, so the fastest at mask 5 (MAX_MASK 7 to 31) cannot run at mask 63, and what can run
@@ -273,9 +277,9 @@ void add_members(const std::vector<std::vector<double>>& scaled, Transfer& t) {
 // Only the results no slower than the `count`-th fastest are put in words.
 bool fastest_run_here(const PriorSweep& sweep, const std::map<std::string, std::size_t>& slot,
                       std::size_t count) {
-  std::vector<double> times;  // a NaN time (not one a store or a space file gives) is no time
+  std::vector<double> times;
   for (const auto& r : sweep.results)
-    if (r.second && !std::isnan(*r.second)) times.push_back(*r.second);
+    if (has_time(r.second)) times.push_back(*r.second);
   if (times.empty() || count == 0) return false;
   const std::size_t n = std::min(count, times.size());
   std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(n - 1), times.end());
@@ -305,7 +309,7 @@ const std::vector<PriorSweep>& in_this_regime(const std::vector<PriorSweep>& all
 bool any_runs_here(const std::vector<PriorSweep>& prior, const std::map<std::string, std::size_t>& slot) {
   for (const auto& sweep : prior)
     for (const auto& [params, median] : sweep.results)
-      if (median && !std::isnan(*median) && slot.count(params_to_text(params)) > 0) return true;
+      if (has_time(median) && slot.count(params_to_text(params)) > 0) return true;
   return false;
 }
 
